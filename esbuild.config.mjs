@@ -1,0 +1,23 @@
+// Builds the two artefacts: the Node host and the host-neutral handler library.
+import { build } from 'esbuild';
+
+const common = { bundle: true, format: 'esm', target: 'es2022', sourcemap: true, logLevel: 'warning' };
+
+await Promise.all([
+  build({
+    ...common,
+    entryPoints: ['host/main.ts'],
+    outfile: 'dist/host.mjs',
+    platform: 'node',
+    // Native or WASM-carrying packages stay external and load from node_modules.
+    packages: 'external',
+  }),
+  build({
+    ...common,
+    entryPoints: ['handlers/index.ts'],
+    outfile: 'dist/handlers.mjs',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    conditions: ['worker', 'browser'],
+  }),
+]);

@@ -1,0 +1,142 @@
+import { Router } from 'itty-router';
+import type { Ctx } from '../runtime/context';
+import { ApiError, rateLimited } from '../runtime/errors';
+import type { RateLimitGroup } from '../runtime/settings';
+import { bearerOf, errorResponse, type ApiRequest, type Call, type Route } from './http';
+import { allRoutes } from './routes';
+
+export interface RequestMeta {
+  /** Peer address as the host determined it (after its trusted-proxy rule). */
+  ip: string;
+  requestId: string;
+  secure?: boolean;
+}
+
+export interface App {
+  fetch(request: Request, meta: RequestMeta): Promise<Response>;
+}
+
+/**
+ * Builds the handler library over a host-supplied `Ctx`. The pipeline is:
+ * readiness → bearer resolution → rate limit → route → handler, with every
+ * failure turned into the spec's error object and every response given the
+ * security headers, CORS (configured origins only) and the request id.
+ */
+export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
+  const router = Router<ApiRequest, [Ctx, Call]>();
+  for (const r of routes) router[r.method.toLowerCase() as 'get'](r.path, r.handler);
+  const corsOrigins = new Set(ctx.settings.cors_origins);
+
+  return {
+    async fetch(request, meta) {
+      const started = ctx.clock.now();
+      const url = new URL(request.url);
+      const call: Call = {
+        requestId: meta.requestId,
+        ip: meta.ip,
+        bearer: null,
+        principal: null,
+        secure: meta.secure ?? url.protocol === 'https:',
+      };
+      let response: Response;
+      let route = '(none)';
+      try {
+        if (request.method === 'OPTIONS') {
+          response = preflight(request, corsOrigins);
+        } else {
+          if (!ctx.readiness.ready()) throw new ApiError('not_ready');
+          const isOps = url.pathname.startsWith('/api/v1/ops');
+          call.bearer = isOps ? null : bearerOf(request);
+          if (call.bearer) call.principal = await ctx.auth.resolve(call.bearer);
+
+          const group = rateGroup(request.method, url.pathname);
+          const decision = ctx.limits.take(group, call.principal ? `p:${call.principal.playerId}` : `ip:${call.ip}`);
+          if (!decision.ok) throw rateLimited(decision.retryAfterMs);
+
+          const routed = (await router.fetch(request as ApiRequest, ctx, call)) as Response | undefined;
+          route = (request as ApiRequest).route ?? route;
+          if (!routed) throw new ApiError('not_found', `No route for ${request.method} ${url.pathname}.`);
+          response = routed;
+        }
+      } catch (err) {
+        response = failure(err, ctx, call, request);
+        route = (request as Partial<ApiRequest>).route ?? route;
+      }
+      decorate(response, request, call, corsOrigins);
+      ctx.log.info('http_request', {
+        request_id: call.requestId,
+        method: request.method,
+        route,
+        status: response.status,
+        duration_ms: ctx.clock.now() - started,
+        ip: call.ip,
+        player_id: call.principal?.playerId,
+      });
+      return response;
+    },
+  };
+}
+
+/** Spec part 8: which bucket a request spends from. */
+export function rateGroup(method: string, path: string): RateLimitGroup {
+  if (path === '/api/v1/auth/register') return 'register';
+  if (path.startsWith('/api/v1/auth/') || (path === '/console/session' && method === 'POST')) return 'auth';
+  if (path.startsWith('/api/v1/iap/')) return 'iap';
+  return 'api';
+}
+
+const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|Connection terminated|connection is closed|terminating connection|ENOTFOUND|timeout exceeded when trying to connect/i;
+
+function failure(err: unknown, ctx: Ctx, call: Call, request: Request): Response {
+  if (err instanceof ApiError) return errorResponse(err);
+  const code = typeof err === 'object' && err !== null ? String((err as { code?: unknown }).code ?? '') : '';
+  const message = err instanceof Error ? err.message : String(err);
+  if (code.startsWith('08') || code === '57P01' || CONNECTION_FAILURE.test(message) || CONNECTION_FAILURE.test(code)) {
+    ctx.log.error('database_unavailable', { request_id: call.requestId, error: message });
+    return errorResponse(new ApiError('not_ready', 'The database is unavailable; try again shortly.', { reason: 'database_unavailable' }));
+  }
+  ctx.log.error('unhandled_exception', {
+    request_id: call.requestId,
+    method: request.method,
+    path: new URL(request.url).pathname,
+    error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err),
+  });
+  return errorResponse(new ApiError('internal', undefined, { request_id: call.requestId }));
+}
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'cross-origin-resource-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+function decorate(response: Response, request: Request, call: Call, corsOrigins: Set<string>): void {
+  const h = response.headers;
+  for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!h.has(k)) h.set(k, v);
+  if (call.secure) h.set('strict-transport-security', 'max-age=31536000; includeSubDomains');
+  h.set('x-request-id', call.requestId);
+  const origin = request.headers.get('origin');
+  if (origin && corsOrigins.has(origin)) {
+    h.set('access-control-allow-origin', origin);
+    h.set('access-control-allow-credentials', 'true');
+    h.set('access-control-expose-headers', 'x-request-id, retry-after');
+    h.append('vary', 'Origin');
+  }
+}
+
+function preflight(request: Request, corsOrigins: Set<string>): Response {
+  const origin = request.headers.get('origin');
+  if (!origin || !corsOrigins.has(origin)) throw new ApiError('not_found', 'No route for OPTIONS from this origin.');
+  return new Response('{}', {
+    status: 200,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'access-control-allow-methods': 'GET, POST, PUT, DELETE, PATCH, OPTIONS',
+      'access-control-allow-headers': 'authorization, content-type, x-csrf-token, x-svc-operator',
+      'access-control-max-age': '600',
+    },
+  });
+}

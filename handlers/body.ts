@@ -1,0 +1,63 @@
+import { ApiError } from '../runtime/errors';
+
+/** Spec part 8: request bodies are capped at 1 MiB. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Reads a JSON request body under the spec's rules: a body needs a
+ * Content-Length (411), may not exceed 1 MiB (413, without buffering past the
+ * cap even if the header lied), must parse (400 `invalid_json`). An absent
+ * body reads as `undefined`.
+ */
+export async function readJson(request: Request): Promise<unknown> {
+  const length = request.headers.get('content-length');
+  if (length === null) {
+    if (request.body === null || request.headers.get('transfer-encoding') === null) return undefined;
+    throw new ApiError('length_required');
+  }
+  const declared = Number(length);
+  if (!Number.isSafeInteger(declared) || declared < 0) throw new ApiError('length_required');
+  if (declared > MAX_BODY_BYTES) throw new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES });
+  if (declared === 0 || request.body === null) return undefined;
+
+  const bytes = await readCapped(request.body);
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError('invalid_json');
+  }
+}
+
+/** Like `readJson`, but the body must be a JSON object; absent reads as `{}`. */
+export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
+  const value = await readJson(request);
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('invalid_payload');
+  return value as Record<string, unknown>;
+}
+
+async function readCapped(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES });
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}

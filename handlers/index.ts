@@ -1,0 +1,10 @@
+// Entry of dist/handlers.mjs: the host-neutral handler library. An embedding
+// host supplies a Ctx (see runtime/context.ts) and calls `createApp(ctx).fetch`.
+export { createApp, type App, type RequestMeta } from './app';
+export { serialDialect, type StatementRunner } from '../runtime/database';
+export { parseSettings } from '../runtime/settings';
+export { uuidv7Source } from '../runtime/ids';
+export { jsonLogger, silentLogger } from '../runtime/log';
+export { systemClock } from '../runtime/context';
+export { migrateToLatest } from '../runtime/migrate';
+export { Kysely } from 'kysely';

@@ -1,0 +1,151 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import type { App } from '../handlers/app';
+import { MAX_BODY_BYTES } from '../handlers/body';
+import { ApiError } from '../runtime/errors';
+import type { IdSource } from '../runtime/ids';
+
+/**
+ * The `node:http` ⇄ fetch adapter. It enforces the body rules before a byte
+ * of an oversized or length-less body is buffered: a declared length over the
+ * cap is answered 413 at once, a body without Content-Length 411, and a body
+ * that outgrows its declared length is cut off at the cap.
+ */
+export interface AdapterOptions {
+  app: App;
+  ids: IdSource;
+  proxies: TrustedProxies;
+}
+
+export function nodeHandler(options: AdapterOptions) {
+  const { app, ids, proxies } = options;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const requestId = ids.uuid();
+    const peer = req.socket.remoteAddress ?? '';
+    const trusted = proxies.trusts(peer);
+    const ip = trusted ? forwardedFor(req, proxies) ?? peer : peer;
+    const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted) || (trusted && req.headers['x-forwarded-proto'] === 'https');
+
+    const declared = req.headers['content-length'];
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    if (declared === undefined && chunked) return refuse(res, new ApiError('length_required'), requestId);
+    const length = declared === undefined ? 0 : Number(declared);
+    if (!Number.isSafeInteger(length) || length < 0) return refuse(res, new ApiError('length_required'), requestId);
+    if (length > MAX_BODY_BYTES) return refuse(res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+
+    let body: Buffer | null = null;
+    if (length > 0) {
+      body = await readBody(req, length);
+      if (body === null) return refuse(res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+    }
+
+    const headers = new Headers();
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
+    const url = `${secure ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
+    const request = new Request(url, { method: req.method ?? 'GET', headers, ...(body ? { body: body as unknown as BodyInit } : {}) });
+
+    const response = await app.fetch(request, { ip, requestId, secure });
+    const out = Buffer.from(await response.arrayBuffer());
+    const head: Record<string, string | string[]> = {};
+    response.headers.forEach((value, key) => {
+      if (key === 'set-cookie') return;
+      head[key] = value;
+    });
+    const cookies = response.headers.getSetCookie();
+    if (cookies.length) head['set-cookie'] = cookies;
+    head['content-length'] = String(out.byteLength);
+    res.writeHead(response.status, head);
+    res.end(out);
+  };
+}
+
+/** Answers a body-rule failure without reading the body, then drops the connection. */
+function refuse(res: ServerResponse, err: ApiError, requestId: string): void {
+  const payload = JSON.stringify(err.body());
+  res.writeHead(err.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(payload)),
+    'x-request-id': requestId,
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+    connection: 'close',
+  });
+  res.end(payload);
+}
+
+/** Reads exactly the declared length; null if the peer sends more than the cap. */
+function readBody(req: IncomingMessage, declared: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let done = false;
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      total += chunk.byteLength;
+      if (total > MAX_BODY_BYTES || total > declared) {
+        done = true;
+        req.pause();
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!done) resolve(Buffer.concat(chunks, total));
+    });
+    req.on('error', (err) => {
+      if (!done) reject(err);
+    });
+  });
+}
+
+function forwardedFor(req: IncomingMessage, proxies: TrustedProxies): string | null {
+  const header = req.headers['x-forwarded-for'];
+  const value = Array.isArray(header) ? header.join(',') : header;
+  if (!value) return null;
+  // Walk from the nearest hop outwards, skipping our own proxies.
+  const hops = value.split(',').map((h) => h.trim()).filter(Boolean);
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i]!;
+    if (!isIP(hop)) return null;
+    if (!proxies.trusts(hop)) return hop;
+  }
+  return hops[0] ?? null;
+}
+
+/** The `trusted_proxies` setting: exact addresses and IPv4 CIDR ranges. */
+export class TrustedProxies {
+  readonly #exact = new Set<string>();
+  readonly #ranges: { base: number; mask: number }[] = [];
+
+  constructor(entries: string[]) {
+    for (const entry of entries) {
+      const [addr, bits] = entry.split('/');
+      if (bits !== undefined && isIP(addr!) === 4) {
+        const n = Number(bits);
+        const mask = n === 0 ? 0 : (~0 << (32 - n)) >>> 0;
+        this.#ranges.push({ base: ipv4ToInt(addr!) & mask, mask });
+      } else {
+        this.#exact.add(normalise(entry));
+      }
+    }
+  }
+
+  trusts(address: string): boolean {
+    if (this.#exact.size === 0 && this.#ranges.length === 0) return false;
+    const a = normalise(address);
+    if (this.#exact.has(a)) return true;
+    if (isIP(a) !== 4) return false;
+    const n = ipv4ToInt(a);
+    return this.#ranges.some((r) => ((n & r.mask) >>> 0) === r.base >>> 0);
+  }
+}
+
+function normalise(address: string): string {
+  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+}
+
+function ipv4ToInt(a: string): number {
+  return a.split('.').reduce((acc, part) => ((acc << 8) | Number(part)) >>> 0, 0);
+}

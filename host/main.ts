@@ -1,0 +1,60 @@
+import { loadConfig } from './config';
+import { openEmbedded, openPostgres, type OpenDatabase } from './database';
+import { startServer } from './server';
+import { jsonLogger } from '../runtime/log';
+import { migrateToLatest } from '../runtime/migrate';
+import { mkdirSync } from 'node:fs';
+
+/** CLI entry of dist/host.mjs: `npm start`, `npm run migrate`. */
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  let config;
+  try {
+    config = loadConfig(argv, process.env);
+  } catch (err) {
+    process.stderr.write(`svc: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  const log = jsonLogger((line) => process.stdout.write(line + '\n'), config.settings.log_level);
+  for (const n of config.notices) log.warn('setting_notice', { key: n.key, message: n.message });
+  log.info('registration_mode', { mode: config.settings.registration ?? 'open', source: config.settings.registration ? 'operator' : 'default' });
+
+  let database: OpenDatabase;
+  if (config.databaseUrl) {
+    database = openPostgres(config.databaseUrl, config.settings.db_pool_size);
+  } else {
+    mkdirSync(config.dataDir, { recursive: true });
+    database = await openEmbedded({ dataDir: config.dataDir });
+  }
+
+  if (argv.includes('--migrate-only')) {
+    const applied = await migrateToLatest(database.db);
+    log.info('migrations_complete', { applied, database: database.kind });
+    await database.close();
+    return;
+  }
+
+  const running = await startServer({ settings: config.settings, database, port: config.port, host: config.host, log });
+  log.info('listening', { port: running.port, host: config.host, database: database.kind, game_dir: config.gameDir });
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('signal', { signal });
+    running.close().then(
+      () => process.exit(0),
+      (err) => {
+        log.error('shutdown_failed', { error: err });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`svc: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,125 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../handlers/app';
+import type { Route } from '../handlers/http';
+import { systemClock, type Clock, type Ctx, type TokenResolver } from '../runtime/context';
+import { uuidv7Source } from '../runtime/ids';
+import { jsonLogger, type Logger } from '../runtime/log';
+import { migrateToLatest } from '../runtime/migrate';
+import type { Settings } from '../runtime/settings';
+import type { OpenDatabase } from './database';
+import { nodeHandler, TrustedProxies } from './http';
+import { FixedWindowLimiter } from './limits';
+
+export interface ServerOptions {
+  settings: Settings;
+  database: OpenDatabase;
+  port?: number;
+  host?: string;
+  log?: Logger;
+  clock?: Clock;
+  routes?: Route[];
+}
+
+/** A running node: HTTP (and later WebSocket) on one port, in front of one database. */
+export interface RunningServer {
+  port: number;
+  url: string;
+  ctx: Ctx;
+  server: Server;
+  /** Resolves when migrations have finished and API routes answer. */
+  ready: Promise<void>;
+  /** Registers work to do on shutdown (close sockets, stop loops) before the database closes. */
+  onShutdown(hook: () => Promise<void> | void): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts listening at once and migrates in the background: until the schema
+ * is current every API route answers 503 `not_ready`, so an orchestrator's
+ * probe sees the node come up honestly.
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? jsonLogger((line) => process.stdout.write(line + '\n'), options.settings.log_level);
+  const ids = uuidv7Source(() => clock.now());
+  const limits = new FixedWindowLimiter(options.settings.rate_limits, () => clock.now());
+  let ready = false;
+  const noTokens: TokenResolver = { resolve: async () => null };
+
+  const ctx: Ctx = {
+    db: options.database.db,
+    settings: options.settings,
+    clock,
+    ids,
+    limits,
+    log,
+    auth: noTokens,
+    readiness: { ready: () => ready },
+  };
+
+  const app = createApp(ctx, options.routes);
+  const handle = nodeHandler({ app, ids, proxies: new TrustedProxies(options.settings.trusted_proxies) });
+
+  let inFlight = 0;
+  let drained: (() => void) | null = null;
+  const server = createServer((req, res) => {
+    inFlight++;
+    res.on('close', () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+    handle(req, res).catch((err) => {
+      log.error('adapter_failure', { error: err });
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ error: { code: 'internal', message: 'An internal error occurred.', details: {} } }));
+    });
+  });
+  server.keepAliveTimeout = 5000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  const readyPromise = migrateToLatest(ctx.db).then((applied) => {
+    ready = true;
+    log.info('migrations_complete', { applied, database: options.database.kind });
+  });
+  readyPromise.catch((err) => log.error('migrations_failed', { error: err }));
+
+  const hooks: (() => Promise<void> | void)[] = [];
+  let closing: Promise<void> | null = null;
+
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    ctx,
+    server,
+    ready: readyPromise,
+    onShutdown: (hook) => void hooks.push(hook),
+    close() {
+      closing ??= (async () => {
+        log.info('shutdown_started', { in_flight: inFlight });
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        if (inFlight > 0) {
+          const grace = options.settings.shutdown_grace_ms;
+          await Promise.race([
+            new Promise<void>((resolve) => (drained = resolve)),
+            new Promise<void>((resolve) => setTimeout(resolve, grace).unref()),
+          ]);
+        }
+        for (const hook of hooks) await hook();
+        server.closeAllConnections();
+        await stopped;
+        limits.close();
+        await readyPromise.catch(() => {});
+        await options.database.close();
+        log.info('shutdown_complete', {});
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import * as m0001 from './0001_accounts';
+
+/**
+ * Every migration, in order. Imported statically so the bundle carries them;
+ * a file is never edited after it lands — add the next number instead.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001_accounts': m0001,
+};

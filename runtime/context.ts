@@ -1,0 +1,51 @@
+import type { Db } from './database';
+import type { IdSource } from './ids';
+import type { Logger } from './log';
+import type { RateLimitGroup, Settings } from './settings';
+
+/**
+ * The seam between the host-neutral handler library and whatever hosts it.
+ * Anything that outlives one request lives behind one of these members; a
+ * handler keeps no state of its own.
+ */
+export interface Ctx {
+  db: Db;
+  settings: Settings;
+  clock: Clock;
+  ids: IdSource;
+  limits: RateLimiter;
+  log: Logger;
+  /** Resolves a bearer access token; the host caches with explicit eviction. */
+  auth: TokenResolver;
+  /** False while migrations run: every API route answers 503 `not_ready`. */
+  readiness: { ready(): boolean };
+}
+
+/** Who a valid access token belongs to. */
+export interface Principal {
+  playerId: string;
+  /** Row id of the access token, so logout can revoke exactly it. */
+  tokenId: string;
+}
+
+export interface TokenResolver {
+  resolve(accessToken: string): Promise<Principal | null>;
+}
+
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+}
+
+export interface RateDecision {
+  ok: boolean;
+  /** Milliseconds until the bucket admits again; 0 when ok. */
+  retryAfterMs: number;
+}
+
+export interface RateLimiter {
+  /** Spends one token of `group` for `key`. */
+  take(group: RateLimitGroup, key: string): RateDecision;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };

@@ -1,0 +1,55 @@
+/**
+ * Structured logging: one JSON object per line. Fields whose names suggest a
+ * credential are replaced before the line is written, so a careless call
+ * site cannot leak a token or a password into the log.
+ */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type LogFields = Record<string, unknown>;
+
+export interface Logger {
+  debug(event: string, fields?: LogFields): void;
+  info(event: string, fields?: LogFields): void;
+  warn(event: string, fields?: LogFields): void;
+  error(event: string, fields?: LogFields): void;
+  child(fields: LogFields): Logger;
+}
+
+const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const SECRET_KEY = /token|password|secret|authorization|cookie|pepper|api_key|verifier|csrf/i;
+
+export function redact(value: unknown, depth = 0): unknown {
+  if (depth > 6 || value === null || typeof value !== 'object') return value;
+  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? '[redacted]' : redact(v, depth + 1);
+  return out;
+}
+
+export function jsonLogger(
+  write: (line: string) => void,
+  level: LogLevel = 'info',
+  base: LogFields = {},
+  now: () => number = Date.now,
+): Logger {
+  const emit = (lvl: LogLevel, event: string, fields?: LogFields) => {
+    if (ORDER[lvl] < ORDER[level]) return;
+    const record = { ts: new Date(now()).toISOString(), level: lvl, event, ...base, ...(fields ?? {}) };
+    write(JSON.stringify(redact(record)));
+  };
+  return {
+    debug: (e, f) => emit('debug', e, f),
+    info: (e, f) => emit('info', e, f),
+    warn: (e, f) => emit('warn', e, f),
+    error: (e, f) => emit('error', e, f),
+    child: (fields) => jsonLogger(write, level, { ...base, ...fields }, now),
+  };
+}
+
+export const silentLogger: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  child: () => silentLogger,
+};

@@ -1,0 +1,80 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * The one kysely `Database` type. Each domain adds its tables here, next to
+ * the migration that creates them.
+ */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+type Json<T = Record<string, unknown>> = ColumnType<T, unknown, unknown>;
+
+export interface PlayersTable {
+  id: string;
+  username: string;
+  display_name: string | null;
+  avatar_url: string | null;
+  hashed_password: string | null;
+  metadata: Json;
+  banned_at: Timestamp | null;
+  inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface PlayerIdentitiesTable {
+  id: string;
+  player_id: string;
+  provider: string;
+  provider_uid: string;
+  provider_email: string | null;
+  provider_display_name: string | null;
+  provider_metadata: Json;
+  inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface PlayerTokensTable {
+  id: string;
+  user_id: string;
+  /** SHA-256 of the bearer string, hex; the string itself is never stored. */
+  token: string;
+  context: 'access' | 'refresh';
+  family_id: string | null;
+  used_at: Timestamp | null;
+  expires_at: Timestamp;
+  inserted_at: CreatedAt;
+}
+
+export interface PlayerStatsTable {
+  player_id: string;
+  games_played: Generated<number>;
+  wins: Generated<number>;
+  losses: Generated<number>;
+  rating: Generated<number>;
+  rating_deviation: Generated<number>;
+  metadata: Json;
+  updated_at: Timestamp;
+}
+
+export interface OpsAuditEntriesTable {
+  id: string;
+  actor_id: string;
+  actor_display: string;
+  actor_source: string;
+  actor_attested: Generated<boolean>;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  outcome: 'ok' | 'partial' | 'error';
+  succeeded_count: Generated<number>;
+  failed_count: Generated<number>;
+  details: Json;
+  occurred_at: Timestamp;
+}
+
+export interface Database {
+  players: PlayersTable;
+  player_identities: PlayerIdentitiesTable;
+  player_tokens: PlayerTokensTable;
+  player_stats: PlayerStatsTable;
+  ops_audit_entries: OpsAuditEntriesTable;
+}

@@ -1,0 +1,39 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { openEmbedded } from '../../host/database';
+import { migrateToLatest } from '../../runtime/migrate';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseImage: string;
+  }
+}
+
+/**
+ * PGlite's first start costs seconds, so the suite migrates one embedded
+ * database once and every test file starts from a copy of its data directory.
+ */
+export default async function setup(project: TestProject): Promise<() => void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-test-'));
+  const file = path.join(dir, 'migrated.tar');
+  const started = Date.now();
+  if (process.env.DATABASE_URL) {
+    process.stdout.write(`test databases: PostgreSQL at ${redactUrl(process.env.DATABASE_URL)} (a fresh schema per file)\n`);
+    project.provide('databaseImage', '');
+    return () => rmSync(dir, { recursive: true, force: true });
+  }
+  const embedded = await openEmbedded({});
+  await migrateToLatest(embedded.db);
+  const image = await embedded.dump!();
+  writeFileSync(file, Buffer.from(await image.arrayBuffer()));
+  await embedded.close();
+  process.stdout.write(`test databases: embedded PGlite (a clone per file); migrated image built in ${Date.now() - started} ms\n`);
+  project.provide('databaseImage', file);
+  return () => rmSync(dir, { recursive: true, force: true });
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@]*@/, '//$1:***@');
+}

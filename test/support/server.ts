@@ -1,0 +1,55 @@
+import { parseSettings, type RawSettings } from '../../runtime/settings';
+import { jsonLogger, silentLogger, type Logger } from '../../runtime/log';
+import { startServer, type RunningServer } from '../../host/server';
+import { freshDatabase } from './database';
+
+/** Test configuration raises the per-IP buckets as spec part 8 describes. */
+export const TEST_RATE_LIMITS = {
+  auth: { limit: 1000, window: 1000 },
+  register: { limit: 1000, window: 1000 },
+  iap: { limit: 1000, window: 1000 },
+  api: { limit: 1000, window: 1000 },
+};
+
+export interface TestServer extends RunningServer {
+  logs: Record<string, unknown>[];
+  /** fetch against the server with JSON conveniences. */
+  call(method: string, path: string, options?: CallOptions): Promise<{ status: number; body: any; headers: Headers }>;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+export async function startTestServer(raw: RawSettings = {}, options: { log?: Logger } = {}): Promise<TestServer> {
+  const { settings } = parseSettings({ pbkdf2_iterations: 1000, ...raw, rate_limits: { ...TEST_RATE_LIMITS, ...(raw.rate_limits ?? {}) } });
+  const database = await freshDatabase();
+  const logs: Record<string, unknown>[] = [];
+  const log = options.log ?? jsonLogger((line) => logs.push(JSON.parse(line)), 'debug');
+  const running = await startServer({ settings, database, log: log ?? silentLogger });
+  await running.ready;
+  return {
+    ...running,
+    logs,
+    async call(method, path, opts = {}) {
+      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+      let body: string | undefined;
+      if (opts.body !== undefined) {
+        body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(running.url + path, { method, headers, ...(body !== undefined ? { body } : {}) });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        /* leave as text: a test will say so */
+      }
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+  };
+}
