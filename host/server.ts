@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../handlers/app';
 import type { Route } from '../handlers/http';
-import { systemClock, type Clock, type Ctx, type TokenResolver } from '../runtime/context';
+import { systemClock, type Clock, type Ctx, type GameDeclarations, type TokenResolver } from '../runtime/context';
 import { uuidv7Source } from '../runtime/ids';
 import { jsonLogger, type Logger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
@@ -19,6 +19,7 @@ export interface ServerOptions {
   log?: Logger;
   clock?: Clock;
   routes?: Route[];
+  game?: GameDeclarations;
 }
 
 /** A running node: HTTP (and later WebSocket) on one port, in front of one database. */
@@ -55,6 +56,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     limits,
     log,
     auth: noTokens,
+    game: options.game ?? { registration: () => null, guestAuth: () => false },
     readiness: { ready: () => ready },
   };
 

@@ -1,7 +1,7 @@
 import type { Db } from './database';
 import type { IdSource } from './ids';
 import type { Logger } from './log';
-import type { RateLimitGroup, Settings } from './settings';
+import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
 
 /**
  * The seam between the host-neutral handler library and whatever hosts it.
@@ -17,8 +17,18 @@ export interface Ctx {
   log: Logger;
   /** Resolves a bearer access token; the host caches with explicit eviction. */
   auth: TokenResolver;
+  /** What the loaded game directory declares for the whole deployment. */
+  game: GameDeclarations;
   /** False while migrations run: every API route answers 503 `not_ready`. */
   readiness: { ready(): boolean };
+}
+
+/** Deployment-wide globals of the game script (lua-scripting 2.5, 3.3). */
+export interface GameDeclarations {
+  /** `script_registration` (alias `registration`); applies only where the operator set none. */
+  registration(): RegistrationMode | null;
+  /** `guest_auth = true` in the game script. */
+  guestAuth(): boolean;
 }
 
 /** Who a valid access token belongs to. */

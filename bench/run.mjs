@@ -1,0 +1,16 @@
+// `npm run bench -- <name> [args]`: runs bench/<name>.ts (each prints a table
+// and compares against a baseline it measures in the same run).
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const [name, ...rest] = process.argv.slice(2);
+const available = readdirSync(here).filter((f) => f.endsWith('.ts') && !f.startsWith('_')).map((f) => f.slice(0, -3));
+if (!name || !existsSync(path.join(here, `${name}.ts`))) {
+  console.error(`usage: npm run bench -- <${available.join('|')}>`);
+  process.exit(2);
+}
+const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, `${name}.ts`), ...rest], { stdio: 'inherit' });
+process.exit(result.status ?? 1);
