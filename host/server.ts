@@ -20,6 +20,8 @@ export interface ServerOptions {
   clock?: Clock;
   routes?: Route[];
   game?: GameDeclarations;
+  /** Brings the schema up to date; a seam so tests can hold the node in `not_ready`. */
+  migrate?: (db: Ctx['db']) => Promise<unknown>;
 }
 
 /** A running node: HTTP (and later WebSocket) on one port, in front of one database. */
@@ -85,7 +87,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const port = (server.address() as AddressInfo).port;
 
-  const readyPromise = migrateToLatest(ctx.db).then((applied) => {
+  const readyPromise = (options.migrate ?? migrateToLatest)(ctx.db).then((applied) => {
     ready = true;
     log.info('migrations_complete', { applied, database: options.database.kind });
   });

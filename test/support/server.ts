@@ -1,6 +1,9 @@
 import { parseSettings, type RawSettings } from '../../runtime/settings';
 import { jsonLogger, silentLogger, type Logger } from '../../runtime/log';
-import { startServer, type RunningServer } from '../../host/server';
+import { startServer, type RunningServer, type ServerOptions } from '../../host/server';
+import type { OpenDatabase } from '../../host/database';
+import type { Route } from '../../handlers/http';
+import { allRoutes } from '../../handlers/routes';
 import { freshDatabase } from './database';
 
 /** Test configuration raises the per-IP buckets as spec part 8 describes. */
@@ -23,13 +26,29 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export async function startTestServer(raw: RawSettings = {}, options: { log?: Logger } = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  log?: Logger;
+  /** Routes mounted beside the real ones (test-only probes). */
+  extraRoutes?: Route[];
+  database?: OpenDatabase;
+  migrate?: ServerOptions['migrate'];
+  /** Resolve once migrations finished (default true). */
+  waitReady?: boolean;
+}
+
+export async function startTestServer(raw: RawSettings = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const { settings } = parseSettings({ pbkdf2_iterations: 1000, ...raw, rate_limits: { ...TEST_RATE_LIMITS, ...(raw.rate_limits ?? {}) } });
-  const database = await freshDatabase();
+  const database = options.database ?? (await freshDatabase());
   const logs: Record<string, unknown>[] = [];
   const log = options.log ?? jsonLogger((line) => logs.push(JSON.parse(line)), 'debug');
-  const running = await startServer({ settings, database, log: log ?? silentLogger });
-  await running.ready;
+  const running = await startServer({
+    settings,
+    database,
+    log: log ?? silentLogger,
+    ...(options.extraRoutes ? { routes: [...allRoutes(), ...options.extraRoutes] } : {}),
+    ...(options.migrate ? { migrate: options.migrate } : {}),
+  });
+  if (options.waitReady !== false) await running.ready;
   return {
     ...running,
     logs,
