@@ -1,0 +1,198 @@
+/**
+ * The surface the host uses to run Lua game scripts (lua-scripting.md). It is
+ * host-neutral: file access, clocks, ids, logging and rate limits come in
+ * through the interfaces below, never through `node:*`.
+ *
+ * Lifecycle of a match as the host drives it:
+ *
+ *   const vm = MatchVm.create({ source, mode, matchId, services });
+ *   vm.init()                       -> CallResult (failure: do not create the match)
+ *   vm.join(playerId, ctx)          -> JoinResult (refusal is a normal answer)
+ *   vm.input(playerId, input)       -> queued; applied at the next tick in arrival order
+ *   vm.tick()                       -> TickResult: inputs, hot-reload check, tick(state), finish check
+ *   vm.viewJson(playerId)           -> the `match.state` payload as JSON text (never throws)
+ *   vm.leave(playerId)              -> CallResult (the player is gone either way)
+ *   vm.finished()                   -> null | { result }
+ *   vm.close()
+ *
+ * Every callback runs synchronously under an instruction budget; a script
+ * that errors, loops or allocates without bound loses that call only.
+ *
+ * Where things live:
+ *   runtime/lua/game.ts    loadGame(source, operatorModes?): GameInfo   (throws GameLoadError)
+ *   runtime/lua/match.ts   class MatchVm implements MatchRuntime; MatchVm.create(options)
+ *   runtime/lua/marshal.ts Lua <-> JSON (decision 10)
+ *   host/game.ts           loadGameDirectory(dir, operatorModes, log) ->
+ *                            { info: GameInfo (refreshed on rescans), source: ScriptSource,
+ *                              onChange(listener: (info: GameInfo) => void): () => void, close() }
+ */
+import type { Clock, RateLimiter } from '../context';
+import type { IdSource } from '../ids';
+import type { Logger } from '../log';
+
+/** A JSON value as the marshalling layer produces and accepts it. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/** File access, confined to the game directory; the host supplies it. */
+export interface ScriptSource {
+  /** Text of a file given by a '/'-separated path relative to the game directory, or null when absent. */
+  read(relativePath: string): string | null;
+  /**
+   * A token that changes whenever the file changes (the host bumps it from its
+   * watcher). A live VM compares it before each tick and re-evaluates its
+   * script when it moved (hot reload). Omit to disable hot reload.
+   */
+  revision?(relativePath: string): number;
+}
+
+/** One mode as the game directory declares it, after the operator's `game_modes` overrides. */
+export interface ModeInfo {
+  name: string;
+  kind: 'match' | 'world';
+  /** Script path relative to the game directory. */
+  file: string;
+  match_size: number;
+  max_players: number;
+  min_players: number;
+  /** `fill` or `skill_based`; any other string behaves as `fill` (lua-scripting 10). */
+  strategy: string;
+  listed: boolean;
+  quick_play: boolean;
+  /** `shared` calls `get_state(state)` once per tick for everybody. */
+  state_strategy: 'per_player' | 'shared';
+  /** The operator's `game_modes` entry for this mode (handed to `init(config)`), or {}. */
+  operator: JsonObject;
+}
+
+export interface GameInfo {
+  modes: Map<string, ModeInfo>;
+  /** Deployment-wide `guest_auth` (only a literal `true` counts). */
+  guestAuth: boolean;
+  /** `script_registration` (alias `registration`), null when unset or unrecognised. */
+  registration: 'open' | 'oauth_only' | 'closed' | null;
+  /** Non-fatal findings (ignored globals, bad values), for the host to log at boot. */
+  notices: { file: string; message: string }[];
+}
+
+/** Operator overrides per mode (setting `game_modes`). */
+export type OperatorModes = Record<string, JsonObject>;
+
+/** Thrown by `loadGame` on a broken game directory; `file` names the culprit. */
+export class GameLoadError extends Error {
+  constructor(readonly file: string, detail: string) {
+    super(`${file}: ${detail}`);
+    this.name = 'GameLoadError';
+  }
+}
+
+/** Per-callback instruction budgets (decision 4). */
+export interface Budgets {
+  /** `init`, `tick` and script (re)evaluation. Default 1,000,000. */
+  heavy: number;
+  /** Every other callback. Default 200,000. */
+  light: number;
+}
+
+/**
+ * A `game.<namespace>.<function>` binding the host adds when it has the domain
+ * behind it (economy, storage, leaderboard, notify ...). Arguments arrive
+ * marshalled; the return value goes back to Lua (envelopes per
+ * lua-scripting 7.1 are the binding's job). Must answer synchronously: a write
+ * that completes later returns `true` and finishes in the background. A
+ * namespace the host does not provide is simply absent from `game`.
+ */
+export type ScriptBinding = (args: JsonValue[], caller: { matchId: string; mode: string }) => JsonValue;
+export type ScriptBindings = Record<string, Record<string, ScriptBinding>>;
+
+/** What the VM may do to the world outside it. */
+export interface MatchServices {
+  log: Logger;
+  /** Groups used: `script_log` (failing calls, keyed on call site), `log` (per match), `log_global`. */
+  limits: RateLimiter;
+  clock: Clock;
+  ids: IdSource;
+  /** `game.broadcast`: leaf already validated (not reserved), payload an object. Host sends `match.<leaf>`. */
+  broadcast(leaf: string, payload: JsonObject): void;
+  /** `game.send`: host sends `module.message` `{module: "lua", message}` to that player if connected. */
+  send(playerId: string, message: JsonValue): void;
+  /** `game.match.set_joinable`. */
+  setJoinable(joinable: boolean): void;
+  /** Optional domain bindings (7.6-7.9); absent namespaces are not registered. */
+  bindings?: ScriptBindings;
+}
+
+export interface MatchVmOptions {
+  source: ScriptSource;
+  mode: ModeInfo;
+  matchId: string;
+  services: MatchServices;
+  budgets?: Partial<Budgets>;
+}
+
+/** Why a callback failed. `budget`: instruction budget spent; `memory`: a string/stack bound hit. */
+export type FailureKind = 'error' | 'budget' | 'memory' | 'malformed';
+export type CallResult = { ok: true } | { ok: false; kind: FailureKind; message: string };
+
+export type JoinResult =
+  | { ok: true }
+  /** The script turned the player away (`nil`/`false`[, reason]); reason kept only if printable ASCII ≤ 64 bytes. */
+  | { ok: false; refused: true; reason?: string }
+  | { ok: false; refused: false; kind: FailureKind; message: string };
+
+export interface MatchOutcome {
+  /** The `result` of `match.finished`: the script's `_result` table, `{}` without one. */
+  result: JsonObject;
+}
+
+export interface TickResult {
+  /** Failed `handle_input` calls of this tick (each lost only its own input). */
+  inputFailures: number;
+  /** The `tick` callback itself. */
+  tick: CallResult;
+  /** Non-null once the match is over (by `_finished`, or `state_too_large`). */
+  finished: MatchOutcome | null;
+}
+
+/** The match VM contract; `MatchVm` in runtime/lua/match.ts implements it. */
+export interface MatchRuntime {
+  readonly matchId: string;
+  readonly mode: ModeInfo;
+  init(): CallResult;
+  join(playerId: string, ctx?: JsonObject): JoinResult;
+  leave(playerId: string): CallResult;
+  /** Queues one `match.input` payload (an object); applied at the next tick. */
+  input(playerId: string, input: JsonObject): void;
+  tick(): TickResult;
+  /** The player's `match.state` payload as JSON text; `{}` when `get_state` fails or returns a non-table. */
+  viewJson(playerId: string): string;
+  finished(): MatchOutcome | null;
+  /** Re-evaluates the script now (hot reload). The state survives; a broken file keeps the old code. */
+  reload(): { ok: true } | { ok: false; error: string };
+  close(): void;
+}
+
+/** Leaves a script may not broadcast under `match.` / `world.` (wire-protocol 6.9). */
+export const RESERVED_LEAVES: ReadonlySet<string> = new Set([
+  'ack',
+  'finished',
+  'joined',
+  'left',
+  'list',
+  'matched',
+  'matchmaker_expired',
+  'matchmaker_failed',
+  'phase_changed',
+  'state',
+  'terrain',
+  'tick',
+  'vote_result',
+  'vote_start',
+  'vote_tally',
+  'vote_vetoed',
+]);
+
+export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000 };
+
+/** Serialised state or view above this ends the match with `state_too_large` (decision 4). */
+export const STATE_LIMIT_BYTES = 1024 * 1024;
