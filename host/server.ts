@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../handlers/app';
 import type { Route } from '../handlers/http';
 import { systemClock, type Clock, type Ctx, type GameDeclarations, type TokenResolver } from '../runtime/context';
+import { ApiError } from '../runtime/errors';
 import { uuidv7Source } from '../runtime/ids';
 import { jsonLogger, type Logger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
@@ -80,6 +81,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   });
   server.keepAliveTimeout = 5000;
+  // Framing errors (garbage after a body, oversized headers) never reach the
+  // adapter; answer them with the error object too, never node's bare 400.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (err.code === 'ECONNRESET')) return socket.destroy();
+    const payload = JSON.stringify(new ApiError('invalid_message', 'The HTTP request could not be parsed.').body());
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`,
+    );
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

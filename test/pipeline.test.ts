@@ -1,10 +1,33 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readJsonObject } from '../handlers/body';
+import { json, type Route } from '../handlers/http';
 import { startTestServer, type TestServer } from './support/server';
+
+const MiB = 1024 * 1024;
+
+/** Test-only probes mounted beside the real routes. */
+const probes: Route[] = [
+  {
+    method: 'POST',
+    path: '/api/v1/test/echo',
+    handler: async (req) => {
+      const body = await readJsonObject(req);
+      return json({ keys: Object.keys(body).length });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/test/boom',
+    handler: async () => {
+      throw new Error('kaboom');
+    },
+  },
+];
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({ cors_origins: ['https://game.example'] }, { extraRoutes: probes });
 });
 afterAll(async () => {
   await s.close();
@@ -18,10 +41,17 @@ function expectError(res: { status: number; body: any }, status: number, code: s
   expect(res.body.error.details).not.toBeNull();
 }
 
+interface RawOptions {
+  headers: Record<string, string | number>;
+  body?: Buffer | string;
+  /** Send the body as chunked transfer encoding (no Content-Length). */
+  chunked?: boolean;
+}
+
 /** Raw HTTP, for bodies fetch will not send (lying lengths, chunked). */
-function raw(method: string, path: string, headers: Record<string, string | number>, body?: Buffer | string, chunked = false) {
+function raw(method: string, path: string, o: RawOptions) {
   return new Promise<{ status: number; body: any; headers: Record<string, unknown> }>((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port: s.port, method, path, headers }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port: s.port, method, path, headers: o.headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
@@ -29,17 +59,17 @@ function raw(method: string, path: string, headers: Record<string, string | numb
         resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null, headers: res.headers });
       });
     });
-    req.on('error', reject);
-    if (body !== undefined) {
-      if (chunked) {
-        req.write(body);
-      } else {
-        req.end(body);
-        return;
-      }
-    }
+    // The server may answer and close before it has read what we send.
+    req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'EPIPE' || (err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
+    if (o.body !== undefined) req.write(o.body);
     req.end();
   });
+}
+
+/** A JSON object whose encoding is exactly `size` bytes. */
+function objectOfSize(size: number): string {
+  const skeleton = '{"p":""}';
+  return `{"p":"${'x'.repeat(size - skeleton.length)}"}`;
 }
 
 describe('error contract', () => {
@@ -49,18 +79,37 @@ describe('error contract', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('answers a path outside the API with the error object', async () => {
+    expectError(await s.call('GET', '/'), 404, 'not_found');
+    expectError(await s.call('GET', '/favicon.ico'), 404, 'not_found');
+  });
+
   it('answers an unknown method on a known path with the error object', async () => {
-    const res = await s.call('DELETE', '/api/v1/health');
-    expectError(res, 404, 'not_found');
+    expectError(await s.call('DELETE', '/api/v1/health'), 404, 'not_found');
+    expectError(await s.call('PATCH', '/api/v1/health'), 404, 'not_found');
+  });
+
+  it('turns a thrown exception into 500 internal, logs its stack once, and names the request', async () => {
+    const res = await s.call('GET', '/api/v1/test/boom');
+    expectError(res, 500, 'internal');
+    const requestId = res.headers.get('x-request-id');
+    expect(res.body.error.details.request_id).toBe(requestId);
+    expect(JSON.stringify(res.body)).not.toContain('kaboom');
+    const lines = s.logs.filter((l) => l.event === 'unhandled_exception' && l.request_id === requestId);
+    expect(lines).toHaveLength(1);
+    expect(JSON.stringify(lines[0])).toContain('kaboom');
+    expect(String((lines[0]!.error as { stack: string }).stack)).toContain('pipeline.test.ts');
   });
 
   it('puts security headers on every response, errors included', async () => {
-    for (const path of ['/api/v1/health', '/nowhere']) {
+    for (const path of ['/api/v1/health', '/nowhere', '/api/v1/test/boom']) {
       const res = await s.call('GET', path);
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
       expect(res.headers.get('x-frame-options')).toBe('DENY');
+      expect(res.headers.get('referrer-policy')).toBe('no-referrer');
       expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
       expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('content-type')).toContain('application/json');
     }
   });
 
@@ -72,8 +121,83 @@ describe('error contract', () => {
 });
 
 describe('body rules', () => {
+  it('accepts a body of exactly 1 MiB', async () => {
+    const body = objectOfSize(MiB);
+    expect(Buffer.byteLength(body)).toBe(MiB);
+    const res = await raw('POST', '/api/v1/test/echo', { headers: { 'content-type': 'application/json', 'content-length': MiB }, body });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ keys: 1 });
+  });
+
+  it('refuses a declared 1 MiB + 1 with 413 before reading it', async () => {
+    const body = objectOfSize(MiB + 1);
+    const res = await raw('POST', '/api/v1/test/echo', { headers: { 'content-type': 'application/json', 'content-length': MiB + 1 }, body });
+    expectError(res, 413, 'payload_too_large');
+  });
+
+  it('refuses a body that outgrows a lying Content-Length', async () => {
+    // Declares 10 bytes, sends 2 MiB: the server must not buffer past its cap.
+    const res = await raw('POST', '/api/v1/test/echo', {
+      headers: { 'content-type': 'application/json', 'content-length': 10 },
+      body: 'x'.repeat(2 * MiB),
+    });
+    expect([400, 413]).toContain(res.status);
+    expect(res.body.error.details).toBeTypeOf('object');
+  });
+
   it('refuses a body without Content-Length with 411 length_required', async () => {
-    const res = await raw('POST', '/api/v1/health', { 'transfer-encoding': 'chunked', 'content-type': 'application/json' }, '{"a":1}', true);
+    const res = await raw('POST', '/api/v1/test/echo', { headers: { 'transfer-encoding': 'chunked', 'content-type': 'application/json' }, body: '{"a":1}' });
     expectError(res, 411, 'length_required');
+  });
+
+  it('answers malformed JSON with 400 invalid_json', async () => {
+    expectError(await s.call('POST', '/api/v1/test/echo', { body: '{"a":' }), 400, 'invalid_json');
+  });
+
+  it('answers a body that is not an object with 400 invalid_payload', async () => {
+    for (const body of ['[1,2]', '"text"', '42', 'null', 'true']) {
+      expectError(await s.call('POST', '/api/v1/test/echo', { body }), 400, 'invalid_payload');
+    }
+  });
+
+  it('reads an absent body as an empty object', async () => {
+    const res = await s.call('POST', '/api/v1/test/echo');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ keys: 0 });
+  });
+});
+
+describe('CORS', () => {
+  it('answers configured origins only', async () => {
+    const allowed = await s.call('GET', '/api/v1/health', { headers: { origin: 'https://game.example' } });
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://game.example');
+    const other = await s.call('GET', '/api/v1/health', { headers: { origin: 'https://evil.example' } });
+    expect(other.status).toBe(200);
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('answers a preflight from a configured origin and refuses others', async () => {
+    const ok = await s.call('OPTIONS', '/api/v1/health', {
+      headers: { origin: 'https://game.example', 'access-control-request-method': 'POST' },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('access-control-allow-methods')).toContain('POST');
+    expect(ok.headers.get('access-control-allow-headers')).toContain('authorization');
+    const no = await s.call('OPTIONS', '/api/v1/health', { headers: { origin: 'https://evil.example' } });
+    expectError(no, 404, 'not_found');
+    expect(no.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('request log', () => {
+  it('writes one structured line per request without credentials', async () => {
+    const secret = 'super-secret-bearer-value';
+    const res = await s.call('GET', '/api/v1/health', { token: secret });
+    const id = res.headers.get('x-request-id');
+    const lines = s.logs.filter((l) => l.event === 'http_request' && l.request_id === id);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ method: 'GET', route: '/api/v1/health', status: 200, level: 'info' });
+    expect(typeof lines[0]!.duration_ms).toBe('number');
+    expect(JSON.stringify(s.logs)).not.toContain(secret);
   });
 });

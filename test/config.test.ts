@@ -1,0 +1,106 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../host/config';
+import { parseSettings, SettingsError } from '../runtime/settings';
+
+const run = promisify(execFile);
+const root = path.resolve(__dirname, '..');
+const dir = mkdtempSync(path.join(tmpdir(), 'svc-config-'));
+
+function file(name: string, content: string): string {
+  const p = path.join(dir, name);
+  writeFileSync(p, content);
+  return p;
+}
+
+function thrownBy(fn: () => unknown): SettingsError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(SettingsError);
+    return err as SettingsError;
+  }
+  throw new Error('expected a SettingsError');
+}
+
+describe('operator settings', () => {
+  it('fills every default from an empty file', () => {
+    const { settings, notices } = parseSettings({});
+    expect(settings.pbkdf2_iterations).toBeGreaterThanOrEqual(100_000);
+    expect(settings.registration).toBeNull();
+    expect(settings.rate_limits.api).toEqual({ limit: 300, window: 1000 });
+    expect(settings.rate_limits.join).toEqual({ limit: 10, window: 60_000 });
+    expect(settings.client_gate_timeout).toBe(5000);
+    expect(notices).toEqual([]);
+  });
+
+  it('names an unknown key', () => {
+    const err = thrownBy(() => parseSettings({ rate_limit: {} }));
+    expect(err.key).toBe('rate_limit');
+    expect(err.message).toContain("'rate_limit'");
+  });
+
+  it('names the nested key of a bad value', () => {
+    expect(thrownBy(() => parseSettings({ rate_limits: { api: { limit: 'many', window: 1000 } } })).key).toBe('rate_limits.api.limit');
+    expect(thrownBy(() => parseSettings({ rate_limits: { bogus: { limit: 1, window: 1 } } })).key).toMatch(/^rate_limits/);
+    expect(thrownBy(() => parseSettings({ pbkdf2_iterations: 10 })).key).toBe('pbkdf2_iterations');
+    expect(thrownBy(() => parseSettings({ client_gate_on_error: 'maybe' })).key).toBe('client_gate_on_error');
+    expect(thrownBy(() => parseSettings({ trusted_proxies: 'everyone' })).key).toBe('trusted_proxies');
+  });
+
+  it('treats an unrecognised registration mode as open, with a notice', () => {
+    const { settings, notices } = parseSettings({ registration: 'invite_only' });
+    expect(settings.registration).toBe('open');
+    expect(notices).toEqual([{ key: 'registration', message: expect.stringContaining('invite_only') }]);
+    expect(parseSettings({ registration: 'closed' }).settings.registration).toBe('closed');
+  });
+});
+
+describe('host configuration', () => {
+  it('reads the file named by --config, or by SVC_CONFIG', () => {
+    const a = file('a.json', JSON.stringify({ registration: 'closed' }));
+    const b = file('b.json', JSON.stringify({ registration: 'oauth_only' }));
+    expect(loadConfig(['--config', a], {}).settings.registration).toBe('closed');
+    expect(loadConfig([], { SVC_CONFIG: b }).settings.registration).toBe('oauth_only');
+    expect(loadConfig(['--config', a], { SVC_CONFIG: b }).settings.registration).toBe('closed');
+  });
+
+  it('takes deployment basics from the environment with their defaults', () => {
+    const c = loadConfig([], {}, '/srv/app');
+    expect(c).toMatchObject({ port: 8084, host: '0.0.0.0', databaseUrl: null, dataDir: '/srv/app/data', gameDir: '/srv/app/examples/demo-game' });
+    const d = loadConfig([], { PORT: '9000', DATABASE_URL: 'postgres://x@y/z', SVC_DATA_DIR: '/var/svc', GAME_DIR: '/games/one' }, '/srv/app');
+    expect(d).toMatchObject({ port: 9000, databaseUrl: 'postgres://x@y/z', dataDir: '/var/svc', gameDir: '/games/one' });
+  });
+
+  it('refuses a bad PORT, a missing file and a file that is not JSON', () => {
+    expect(thrownBy(() => loadConfig([], { PORT: 'eighty' })).key).toBe('PORT');
+    expect(thrownBy(() => loadConfig(['--config', path.join(dir, 'absent.json')], {})).key).toBe('--config');
+    expect(thrownBy(() => loadConfig(['--config', file('bad.json', '{nope')], {})).key).toBe('--config');
+    expect(thrownBy(() => loadConfig(['--config'], {})).key).toBe('--config');
+  });
+});
+
+describe('boot', () => {
+  beforeAll(async () => {
+    // Boot the artefact `npm start` runs, fresh from the sources.
+    await run(process.execPath, [path.join(root, 'esbuild.config.mjs')], { cwd: root });
+  });
+
+  it('stops with a message naming the key when a setting is invalid', async () => {
+    const bad = file('boot.json', JSON.stringify({ rate_limits: { api: { limit: 0, window: 1000 } } }));
+    const err = await run(process.execPath, [path.join(root, 'dist/host.mjs'), '--config', bad], {
+      cwd: dir,
+      env: { ...process.env, PORT: '0', SVC_DATA_DIR: path.join(dir, 'data') },
+    }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(err).not.toBeNull();
+    expect(err!.code).toBe(2);
+    expect(err!.stderr).toContain("'rate_limits.api.limit'");
+  });
+});

@@ -1,0 +1,111 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { json, type Route } from '../handlers/http';
+import { openPostgres } from '../host/database';
+import { migrations } from '../migrations/index';
+import { migrateToLatest } from '../runtime/migrate';
+import { freshDatabase } from './support/database';
+import { startTestServer } from './support/server';
+
+describe('migrations', () => {
+  it('bring a fresh database to the newest step, and running them again changes nothing', async () => {
+    const db = await freshDatabase();
+    try {
+      const rows = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db.db);
+      expect(rows.rows.map((r) => r.name)).toEqual(Object.keys(migrations).sort());
+      expect(await migrateToLatest(db.db)).toEqual([]);
+      const tables = await sql<{ table_name: string }>`
+        select table_name from information_schema.tables where table_schema = current_schema()`.execute(db.db);
+      const names = tables.rows.map((r) => r.table_name);
+      for (const t of ['players', 'player_identities', 'player_tokens', 'player_stats', 'ops_audit_entries']) expect(names).toContain(t);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('are listed in order and named NNNN_name', () => {
+    const names = Object.keys(migrations);
+    expect(names).toEqual([...names].sort());
+    for (const n of names) expect(n).toMatch(/^\d{4}_[a-z0-9_]+$/);
+  });
+
+  it('hold every API route at 503 not_ready until they finish', async () => {
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => (finish = resolve));
+    const s = await startTestServer({}, { waitReady: false, migrate: async (db) => { await gate; return migrateToLatest(db); } });
+    try {
+      for (const path of ['/api/v1/health', '/api/v1/health/ready', '/api/v1/no-such-route']) {
+        const res = await s.call('GET', path);
+        expect(res.status).toBe(503);
+        expect(res.body.error).toMatchObject({ code: 'not_ready', details: {} });
+      }
+      finish();
+      await s.ready;
+      expect((await s.call('GET', '/api/v1/health/ready')).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('database outage', () => {
+  it('answers the error object, not a crash, when the database is unreachable', async () => {
+    // Port 1 on loopback: nothing listens, so every query fails to connect.
+    const dead = openPostgres('postgres://postgres@127.0.0.1:1/test', 1);
+    const s = await startTestServer({}, { database: dead, migrate: async () => [] });
+    try {
+      const res = await s.call('GET', '/api/v1/health/ready');
+      expect(res.status).toBe(503);
+      expect(res.body.error).toMatchObject({ code: 'not_ready', details: { reason: 'database_unavailable' } });
+      expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('finishes an in-flight request, refuses new connections, then closes the database', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const slow: Route = {
+      method: 'GET',
+      path: '/api/v1/test/slow',
+      handler: async (_req, ctx) => {
+        entered();
+        await held;
+        // Still able to use the database while draining.
+        await sql`select 1`.execute(ctx.db);
+        return json({ finished: true });
+      },
+    };
+    const s = await startTestServer({}, { extraRoutes: [slow] });
+    const inflight = fetch(`${s.url}/api/v1/test/slow`).then(async (r) => ({ status: r.status, body: await r.json() }));
+    await inside;
+
+    let closed = false;
+    const closing = s.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(closed).toBe(false);
+    await expect(fetch(`${s.url}/api/v1/health`)).rejects.toThrow();
+
+    release();
+    expect(await inflight).toEqual({ status: 200, body: { finished: true } });
+    await closing;
+    expect(closed).toBe(true);
+    expect(s.logs.some((l) => l.event === 'shutdown_complete')).toBe(true);
+  });
+
+  it('gives up on a request that outlives the grace period', async () => {
+    const stuck: Route = { method: 'GET', path: '/api/v1/test/stuck', handler: () => new Promise<Response>(() => {}) };
+    const s = await startTestServer({ shutdown_grace_ms: 200 }, { extraRoutes: [stuck] });
+    const pending = fetch(`${s.url}/api/v1/test/stuck`).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    await s.close();
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await pending).toBeInstanceOf(Error);
+  });
+});

@@ -1,0 +1,95 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { FixedWindowLimiter } from '../host/limits';
+import { DEFAULT_RATE_LIMITS } from '../runtime/settings';
+import { startTestServer, type TestServer } from './support/server';
+
+const servers: TestServer[] = [];
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.close()));
+});
+async function server(settings: Parameters<typeof startTestServer>[0]) {
+  const s = await startTestServer(settings);
+  servers.push(s);
+  return s;
+}
+
+describe('fixed windows', () => {
+  it('admits `limit` per window and says exactly when the next one opens', () => {
+    let now = 1_000_000;
+    const limiter = new FixedWindowLimiter({ ...DEFAULT_RATE_LIMITS, api: { limit: 3, window: 1000 } }, () => now);
+    for (let i = 0; i < 3; i++) expect(limiter.take('api', 'k').ok).toBe(true);
+    now += 400;
+    expect(limiter.take('api', 'k')).toEqual({ ok: false, retryAfterMs: 600 });
+    expect(limiter.take('api', 'other').ok).toBe(true);
+    now += 599;
+    expect(limiter.take('api', 'k').ok).toBe(false);
+    now += 1;
+    expect(limiter.take('api', 'k').ok).toBe(true);
+    limiter.close();
+  });
+
+  it('keeps groups apart and sweeps closed windows', () => {
+    let now = 0;
+    const limiter = new FixedWindowLimiter({ ...DEFAULT_RATE_LIMITS, auth: { limit: 1, window: 1000 }, api: { limit: 1, window: 5000 } }, () => now);
+    expect(limiter.take('auth', 'k').ok).toBe(true);
+    expect(limiter.take('api', 'k').ok).toBe(true);
+    expect(limiter.take('auth', 'k').ok).toBe(false);
+    now = 1500;
+    limiter.sweep();
+    expect(limiter.size).toBe(1);
+    limiter.close();
+  });
+});
+
+describe('HTTP rate limiting', () => {
+  it('answers 429 rate_limited with retry_after and Retry-After, then admits again', async () => {
+    const s = await server({ rate_limits: { api: { limit: 3, window: 1000 } } });
+    for (let i = 0; i < 3; i++) expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+    const res = await s.call('GET', '/api/v1/health');
+    expect(res.status).toBe(429);
+    expect(res.body.error.code).toBe('rate_limited');
+    expect(res.body.error.details.retry_after).toBe(1);
+    expect(res.headers.get('retry-after')).toBe('1');
+    await new Promise((r) => setTimeout(r, 1050));
+    expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+  });
+
+  it('spends register, auth and iap from their own groups, not api', async () => {
+    const s = await server({
+      rate_limits: { register: { limit: 1, window: 60_000 }, auth: { limit: 2, window: 60_000 }, iap: { limit: 1, window: 60_000 }, api: { limit: 50, window: 60_000 } },
+    });
+    // Paths without a route still pass the limiter first, so they isolate the grouping.
+    expect((await s.call('POST', '/api/v1/auth/register', { body: {} })).status).not.toBe(429);
+    expect((await s.call('POST', '/api/v1/auth/register', { body: {} })).status).toBe(429);
+    expect((await s.call('POST', '/api/v1/auth/zz-probe')).status).toBe(404);
+    expect((await s.call('POST', '/api/v1/auth/zz-probe')).status).toBe(404);
+    expect((await s.call('POST', '/api/v1/auth/zz-probe')).status).toBe(429);
+    expect((await s.call('POST', '/api/v1/iap/zz-probe')).status).toBe(404);
+    expect((await s.call('POST', '/api/v1/iap/zz-probe')).status).toBe(429);
+    expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+  });
+
+  it('applies operator overrides and keeps the defaults of groups it does not name', async () => {
+    const s = await server({ rate_limits: { api: { limit: 1, window: 60_000 } } });
+    expect(s.ctx.settings.rate_limits.api).toEqual({ limit: 1, window: 60_000 });
+    expect(s.ctx.settings.rate_limits.ws_connect).toEqual(DEFAULT_RATE_LIMITS.ws_connect);
+    expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+    const res = await s.call('GET', '/api/v1/health');
+    expect(res.status).toBe(429);
+    expect(res.body.error.details.retry_after).toBe(60);
+  });
+
+  it('believes X-Forwarded-For only from a trusted proxy', async () => {
+    const untrusted = await server({ rate_limits: { api: { limit: 1, window: 60_000 } } });
+    expect((await untrusted.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.1' } })).status).toBe(200);
+    // A forged header does not buy a fresh bucket.
+    expect((await untrusted.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.2' } })).status).toBe(429);
+
+    const trusted = await server({ rate_limits: { api: { limit: 1, window: 60_000 } }, trusted_proxies: ['127.0.0.0/8'] });
+    expect((await trusted.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.1' } })).status).toBe(200);
+    expect((await trusted.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.1' } })).status).toBe(429);
+    expect((await trusted.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.2' } })).status).toBe(200);
+    // The nearest untrusted hop counts, not whatever the client wrote first.
+    expect((await trusted.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.1, 203.0.113.3' } })).status).toBe(200);
+  });
+});
