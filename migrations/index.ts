@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001_accounts';
+import * as m0002 from './0002_match_records';
 
 /**
  * Every migration, in order. Imported statically so the bundle carries them;
@@ -7,4 +8,5 @@ import * as m0001 from './0001_accounts';
  */
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
+  '0002_match_records': m0002,
 };

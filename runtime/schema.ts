@@ -71,10 +71,24 @@ export interface OpsAuditEntriesTable {
   occurred_at: Timestamp;
 }
 
+export interface MatchRecordsTable {
+  id: string;
+  mode: string | null;
+  status: string;
+  /** Bare player ids; never returned by the public API. */
+  players: Json<string[]>;
+  result: Json;
+  metadata: Json;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+  inserted_at: CreatedAt;
+}
+
 export interface Database {
   players: PlayersTable;
   player_identities: PlayerIdentitiesTable;
   player_tokens: PlayerTokensTable;
   player_stats: PlayerStatsTable;
   ops_audit_entries: OpsAuditEntriesTable;
+  match_records: MatchRecordsTable;
 }

@@ -1,0 +1,155 @@
+import type { Db } from './database';
+import { isoSeconds, jsonb } from './database';
+import { ApiError } from './errors';
+import { isUuid } from './ids';
+
+/**
+ * Matches as the handler library sees them: the finished-match records in the
+ * database (rest-payloads 4.1, 20.2) and the shapes of the node's live match
+ * and matchmaker state, which the host serves behind `ctx.live`.
+ */
+
+/** Public record projection; the roster (`players`) and `metadata` are withheld. */
+export interface MatchRecord {
+  id: string;
+  mode: string | null;
+  status: string;
+  result: Record<string, unknown>;
+  started_at: string | null;
+  finished_at: string | null;
+  inserted_at: string | null;
+}
+
+export interface NewMatchRecord {
+  id: string;
+  mode: string | null;
+  status: string;
+  players: string[];
+  result: Record<string, unknown>;
+  startedAt: Date | null;
+  finishedAt: Date;
+}
+
+export async function insertMatchRecord(db: Db, record: NewMatchRecord): Promise<void> {
+  await db
+    .insertInto('match_records')
+    .values({
+      id: record.id,
+      mode: record.mode,
+      status: record.status,
+      players: jsonb(record.players),
+      result: jsonb(record.result),
+      metadata: jsonb({}),
+      started_at: record.startedAt,
+      finished_at: record.finishedAt,
+    })
+    .execute();
+}
+
+export interface MatchRecordQuery {
+  mode?: string;
+  status?: string;
+  limit: number;
+  /** Cursor: only records older than this id (ids are time-ordered). */
+  before?: string;
+}
+
+export async function listMatchRecords(db: Db, q: MatchRecordQuery): Promise<MatchRecord[]> {
+  let query = db.selectFrom('match_records').select(['id', 'mode', 'status', 'result', 'started_at', 'finished_at', 'inserted_at']);
+  if (q.mode !== undefined) query = query.where('mode', '=', q.mode);
+  if (q.status !== undefined) query = query.where('status', '=', q.status);
+  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
+  const rows = await query.orderBy('inserted_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
+  return rows.map(project);
+}
+
+export async function getMatchRecord(db: Db, id: string): Promise<MatchRecord> {
+  if (!isUuid(id)) throw new ApiError('match.not_found', 'No such match record.');
+  const row = await db
+    .selectFrom('match_records')
+    .select(['id', 'mode', 'status', 'result', 'started_at', 'finished_at', 'inserted_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row) throw new ApiError('match.not_found', 'No such match record.');
+  return project(row);
+}
+
+function project(row: {
+  id: string;
+  mode: string | null;
+  status: string;
+  result: Record<string, unknown>;
+  started_at: Date | null;
+  finished_at: Date | null;
+  inserted_at: Date;
+}): MatchRecord {
+  return {
+    id: row.id,
+    mode: row.mode,
+    status: row.status,
+    result: row.result ?? {},
+    started_at: isoSeconds(row.started_at),
+    finished_at: isoSeconds(row.finished_at),
+    inserted_at: isoSeconds(row.inserted_at),
+  };
+}
+
+// ---- live state (served by the host) -------------------------------------
+
+export type LiveMatchStatus = 'waiting' | 'running' | 'paused' | 'finished';
+
+/** A live match in a listing (wire-protocol 6.1, rest-payloads 4.2): no roster, no `listed`. */
+export interface MatchListing {
+  match_id: string;
+  mode: string | null;
+  status: LiveMatchStatus;
+  player_count: number;
+  max_players: number;
+  joinable: boolean;
+}
+
+export interface LiveMatchFilter {
+  mode?: string;
+  /** true keeps matches with room; false or absent: no filter. */
+  hasCapacity?: boolean;
+  /** true or false are both real filters. */
+  joinable?: boolean;
+}
+
+export interface LiveMatches {
+  /** Listed modes only, `waiting` and `running` only. */
+  list(filter: LiveMatchFilter): MatchListing[];
+}
+
+export interface MatchmakerQueued {
+  ticket_id: string;
+  status: 'pending';
+  players_needed: number | null;
+  already_queued: boolean;
+}
+
+/** `GET /matchmaker/:ticket_id` (rest-payloads 5): the key is `id`; `submitted_at` is epoch ms. */
+export interface MatchmakerTicketView {
+  id: string;
+  mode: string;
+  status: 'pending';
+  properties: Record<string, unknown>;
+  submitted_at: number;
+}
+
+/** What the ops plane reads per mode, published every matchmaker tick. */
+export interface MatchmakerSample {
+  waiting: number;
+  oldest_wait_ms: number;
+  average_wait_ms: number;
+}
+
+export interface LiveMatchmaker {
+  /** Throws `matchmaker.unknown_mode` / `matchmaker.queue_full`. */
+  add(playerId: string, mode: string, properties: Record<string, unknown>): MatchmakerQueued;
+  /** Throws `matchmaker.ticket_not_found` (404) or `forbidden` (another player's ticket). */
+  get(playerId: string, ticketId: string): MatchmakerTicketView;
+  remove(playerId: string, ticketId: string): void;
+  /** The latest per-mode sample; never touches the queue. */
+  samples(): Record<string, MatchmakerSample>;
+}
