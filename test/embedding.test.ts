@@ -1,0 +1,71 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { CompiledQuery } from 'kysely';
+import { Miniflare } from 'miniflare';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshDatabase } from './support/database';
+
+const root = path.resolve(__dirname, '..');
+let mf: Miniflare;
+let database: Awaited<ReturnType<typeof freshDatabase>>;
+let statements = 0;
+
+beforeAll(async () => {
+  await promisify(execFile)(process.execPath, [path.join(root, 'esbuild.config.mjs')], { cwd: root });
+  database = await freshDatabase();
+  mf = new Miniflare({
+    compatibilityDate: '2025-01-01',
+    modules: [
+      { type: 'ESModule', path: 'worker.mjs', contents: readFileSync(path.join(root, 'test/fixtures/embedding-worker.mjs'), 'utf8') },
+      { type: 'ESModule', path: 'handlers.mjs', contents: readFileSync(path.join(root, 'dist/handlers.mjs'), 'utf8') },
+    ],
+    serviceBindings: {
+      // The embedding host's database: statements arrive over the binding.
+      DB: async (request) => {
+        const { sql, params } = (await request.json()) as { sql: string; params: unknown[] };
+        statements++;
+        try {
+          const r = await database.db.executeQuery(CompiledQuery.raw(sql, params));
+          return Response.json({ rows: r.rows, affectedRows: r.numAffectedRows === undefined ? undefined : Number(r.numAffectedRows) });
+        } catch (err) {
+          return Response.json({ error: { message: (err as Error).message, code: (err as { code?: string }).code } });
+        }
+      },
+    },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await mf?.dispose();
+  await database?.close();
+});
+
+describe('the handler library embedded in workerd', () => {
+  it('has no node: import in its bundle', () => {
+    // Comment lines are skipped: bundled JSDoc mentions node: in examples.
+    const code = readFileSync(path.join(root, 'dist/handlers.mjs'), 'utf8')
+      .split('\n')
+      .filter((line) => !/^\s*(\*|\/\/|\/\*)/.test(line));
+    expect(code.length).toBeGreaterThan(100);
+    expect(code.filter((line) => /(from\s*|import\s*\(\s*|require\s*\(\s*)["']node:/.test(line))).toEqual([]);
+  });
+
+  it('answers an unknown route with the error contract', async () => {
+    const res = await mf.dispatchFetch('http://svc.example/api/v1/nowhere');
+    expect(res.status).toBe(404);
+    const body = (await res.json()) as { error: { code: string; details: object } };
+    expect(body.error.code).toBe('not_found');
+    expect(body.error.details).toEqual({});
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it('reaches the database through the Ctx the embedding host supplies', async () => {
+    const before = statements;
+    const res = await mf.dispatchFetch('http://svc.example/api/v1/health/ready');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok', database: 'ok' });
+    expect(statements).toBeGreaterThan(before);
+  });
+});
