@@ -1,7 +1,9 @@
+import { authRoutes } from './auth';
 import { healthRoutes } from './health';
 import type { Route } from './http';
+import { playerRoutes } from './players';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
-  return [...healthRoutes];
+  return [...healthRoutes, ...authRoutes, ...playerRoutes];
 }

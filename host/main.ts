@@ -3,6 +3,7 @@ import { openEmbedded, openPostgres, type OpenDatabase } from './database';
 import { startServer } from './server';
 import { jsonLogger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
+import { effectiveRegistration } from '../runtime/registration';
 import { mkdirSync } from 'node:fs';
 
 /** CLI entry of dist/host.mjs: `npm start`, `npm run migrate`. */
@@ -17,7 +18,6 @@ async function main(): Promise<void> {
   }
   const log = jsonLogger((line) => process.stdout.write(line + '\n'), config.settings.log_level);
   for (const n of config.notices) log.warn('setting_notice', { key: n.key, message: n.message });
-  log.info('registration_mode', { mode: config.settings.registration ?? 'open', source: config.settings.registration ? 'operator' : 'default' });
 
   let database: OpenDatabase;
   if (config.databaseUrl) {
@@ -36,6 +36,8 @@ async function main(): Promise<void> {
 
   const running = await startServer({ settings: config.settings, database, port: config.port, host: config.host, log });
   log.info('listening', { port: running.port, host: config.host, database: database.kind, game_dir: config.gameDir });
+  // After the game directory is loaded: a script declaration narrows an unset operator posture.
+  log.info('registration_mode', effectiveRegistration(running.ctx));
 
   let stopping = false;
   const stop = (signal: string) => {

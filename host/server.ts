@@ -2,15 +2,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../handlers/app';
 import type { Route } from '../handlers/http';
-import { systemClock, type Clock, type Ctx, type GameDeclarations, type TokenResolver } from '../runtime/context';
+import { systemClock, type Clock, type Ctx, type GameDeclarations } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
 import { uuidv7Source } from '../runtime/ids';
 import { jsonLogger, type Logger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
+import { findAccessToken } from '../runtime/tokens';
 import type { Settings } from '../runtime/settings';
 import type { OpenDatabase } from './database';
 import { nodeHandler, TrustedProxies } from './http';
 import { FixedWindowLimiter } from './limits';
+import { LiveHost, type LiveOptions } from './live';
+import { loadClientGate } from './client-gate';
+import { TokenCache } from './token-cache';
 
 export interface ServerOptions {
   settings: Settings;
@@ -21,6 +25,8 @@ export interface ServerOptions {
   clock?: Clock;
   routes?: Route[];
   game?: GameDeclarations;
+  /** The real-time host's game directory and match VM factory (host/live.ts). */
+  live?: LiveOptions;
   /** Brings the schema up to date; a seam so tests can hold the node in `not_ready`. */
   migrate?: (db: Ctx['db']) => Promise<unknown>;
 }
@@ -49,8 +55,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const ids = uuidv7Source(() => clock.now());
   const limits = new FixedWindowLimiter(options.settings.rate_limits, () => clock.now());
   let ready = false;
-  const noTokens: TokenResolver = { resolve: async () => null };
+  const tokens = new TokenCache({
+    lookup: (hash, now) => findAccessToken(options.database.db, hash, now),
+    now: () => clock.now(),
+    ttlMs: options.settings.auth_cache_ttl_ms,
+  });
+  const clientGate = await loadClientGate(options.settings.client_gate);
 
+  const live = new LiveHost(options.live);
   const ctx: Ctx = {
     db: options.database.db,
     settings: options.settings,
@@ -58,9 +70,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ids,
     limits,
     log,
-    auth: noTokens,
+    auth: tokens,
     game: options.game ?? { registration: () => null, guestAuth: () => false },
     readiness: { ready: () => ready },
+    clientGate,
+    live,
   };
 
   const app = createApp(ctx, options.routes);
@@ -104,6 +118,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   readyPromise.catch((err) => log.error('migrations_failed', { error: err }));
 
   const hooks: (() => Promise<void> | void)[] = [];
+  // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
+  live.start(ctx, server);
+  hooks.push(() => live.close());
   let closing: Promise<void> | null = null;
 
   return {

@@ -1,3 +1,4 @@
+import type { ClientGate } from './client-gate';
 import type { Db } from './database';
 import type { IdSource } from './ids';
 import type { Logger } from './log';
@@ -21,6 +22,10 @@ export interface Ctx {
   game: GameDeclarations;
   /** False while migrations run: every API route answers 503 `not_ready`. */
   readiness: { ready(): boolean };
+  /** The operator's client gate (spec 5.7), loaded by the host; null when unset. Call it through `passClientGate`. */
+  clientGate: ClientGate | null;
+  /** Test-only interleaving points; production hosts leave this unset. */
+  seams?: Seams;
 }
 
 /** Deployment-wide globals of the game script (lua-scripting 2.5, 3.3). */
@@ -40,6 +45,16 @@ export interface Principal {
 
 export interface TokenResolver {
   resolve(accessToken: string): Promise<Principal | null>;
+  /** Drops one cached access token at once (logout). */
+  evictToken(accessToken: string): Promise<void>;
+  /** Drops every cached token of a player at once (family revoked, ban, erasure). */
+  evictPlayer(playerId: string): void;
+}
+
+/** Points where a test can run code between two steps of a service to force a race. */
+export interface Seams {
+  /** Self-erase: after the password check, before the erasing transaction. */
+  eraseAfterCheck?(playerId: string): Promise<void>;
 }
 
 export interface Clock {

@@ -1,0 +1,37 @@
+import { ApiError, rateLimited } from '../runtime/errors';
+import { eraseSelf, getPlayer, updatePlayer } from '../runtime/players';
+import { readJsonObject } from './body';
+import { json, requirePlayer, type Route } from './http';
+
+/** Player profiles and self-erasure (spec 4.2, rest-payloads 2). */
+export const playerRoutes: Route[] = [
+  {
+    method: 'POST',
+    path: '/api/v1/players/me/erase',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      // Its own tight bucket: the wrong-password path costs a full hash.
+      const decision = ctx.limits.take('erase', `p:${playerId}`);
+      if (!decision.ok) throw rateLimited(decision.retryAfterMs);
+      await eraseSelf(ctx, playerId, await readJsonObject(request));
+      return json({ deleted: true });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/players/:id',
+    handler: async (request, ctx, call) => {
+      requirePlayer(call);
+      return json(await getPlayer(ctx, request.params.id!));
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/api/v1/players/:id',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      if (request.params.id !== playerId) throw new ApiError('forbidden', 'You can only update your own profile.');
+      return json(await updatePlayer(ctx, playerId, await readJsonObject(request)));
+    },
+  },
+];

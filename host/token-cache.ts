@@ -1,0 +1,104 @@
+import type { Principal, TokenResolver } from '../runtime/context';
+import { hashToken, MAX_TOKEN_LENGTH, type ResolvedAccess } from '../runtime/tokens';
+
+export interface TokenCacheOptions {
+  /** The uncached lookup by token hash (runtime/tokens `findAccessToken`). */
+  lookup(tokenHash: string, now: number): Promise<ResolvedAccess | null>;
+  now(): number;
+  /** Positive TTL (`auth_cache_ttl_ms`); 0 disables caching. */
+  ttlMs: number;
+  /** How long an unknown token is remembered as unknown. */
+  negativeTtlMs?: number;
+  maxEntries?: number;
+}
+
+interface Entry {
+  principal: Principal | null;
+  until: number;
+}
+
+/**
+ * Node-local cache in front of access-token resolution (rest-payloads 1:
+ * 60 s positive, 5 s negative). Entries are keyed by the token's SHA-256, so
+ * live bearer strings are not held in memory. A positive entry never outlives
+ * the token's own expiry, and revocation evicts at once: by token (logout) or
+ * by player (family revoked, ban, erasure).
+ *
+ * A lookup that started before an eviction may have read the row the
+ * eviction was about; such a result answers its own request but is not
+ * cached (the epoch check), so the next request re-reads the database.
+ */
+export class TokenCache implements TokenResolver {
+  readonly #entries = new Map<string, Entry>();
+  readonly #byPlayer = new Map<string, Set<string>>();
+  #epoch = 0;
+  readonly #negativeTtlMs: number;
+  readonly #maxEntries: number;
+
+  constructor(private readonly options: TokenCacheOptions) {
+    this.#negativeTtlMs = Math.min(options.negativeTtlMs ?? 5000, options.ttlMs);
+    this.#maxEntries = options.maxEntries ?? 100_000;
+  }
+
+  async resolve(accessToken: string): Promise<Principal | null> {
+    if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return null;
+    const key = await hashToken(accessToken);
+    const now = this.options.now();
+    const hit = this.#entries.get(key);
+    if (hit) {
+      if (hit.until > now) return hit.principal;
+      this.#drop(key);
+    }
+    const epoch = this.#epoch;
+    const found = await this.options.lookup(key, now);
+    if (epoch === this.#epoch) {
+      const until = found ? Math.min(now + this.options.ttlMs, found.expiresAt) : now + this.#negativeTtlMs;
+      if (until > now) this.#store(key, { principal: found?.principal ?? null, until });
+    }
+    return found?.principal ?? null;
+  }
+
+  async evictToken(accessToken: string): Promise<void> {
+    this.#epoch++;
+    if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return;
+    this.#drop(await hashToken(accessToken));
+  }
+
+  evictPlayer(playerId: string): void {
+    this.#epoch++;
+    const keys = this.#byPlayer.get(playerId);
+    if (!keys) return;
+    for (const key of keys) this.#entries.delete(key);
+    this.#byPlayer.delete(playerId);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #store(key: string, entry: Entry): void {
+    this.#drop(key);
+    if (this.#entries.size >= this.#maxEntries) {
+      // Oldest insertion first: Map iteration order.
+      const oldest = this.#entries.keys().next().value;
+      if (oldest !== undefined) this.#drop(oldest);
+    }
+    this.#entries.set(key, entry);
+    if (entry.principal) {
+      let keys = this.#byPlayer.get(entry.principal.playerId);
+      if (!keys) this.#byPlayer.set(entry.principal.playerId, (keys = new Set()));
+      keys.add(key);
+    }
+  }
+
+  #drop(key: string): void {
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#entries.delete(key);
+    if (entry.principal) {
+      const keys = this.#byPlayer.get(entry.principal.playerId);
+      keys?.delete(key);
+      if (keys?.size === 0) this.#byPlayer.delete(entry.principal.playerId);
+    }
+  }
+}

@@ -1,0 +1,130 @@
+import type { Ctx } from './context';
+import { isUniqueViolation, jsonb } from './database';
+import { registerErasable } from './erasure';
+import { ApiError, validationFailed } from './errors';
+import { hashPassword, verifyPassword } from './passwords';
+import { assertRegistrationAllowed } from './registration';
+import { issueTokenPair, type TokenPair } from './tokens';
+
+/** Password accounts: register and login (spec 4.1, rest-payloads 1). */
+
+registerErasable(
+  { table: 'player_identities', column: 'player_id', mode: 'delete' },
+  { table: 'player_tokens', column: 'user_id', mode: 'delete' },
+  { table: 'player_stats', column: 'player_id', mode: 'delete' },
+);
+
+/** The token-pair response of every sign-in route. */
+export interface SignIn extends TokenPair {
+  player_id: string;
+  username: string;
+}
+
+const USERNAME_CHARS = /^[A-Za-z0-9_-]*$/;
+export const DISPLAY_NAME_MAX = 64;
+
+/** Characters as a person counts them (code points), not UTF-16 units. */
+export function charLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+/**
+ * Rules 1.1 for a username and password (register and guest upgrade).
+ * Returns per-field messages; empty when both pass.
+ */
+export function credentialProblems(username: string, password: string): Record<string, string[]> {
+  const problems: Record<string, string[]> = {};
+  const name: string[] = [];
+  const nameLength = charLength(username);
+  if (nameLength < 3 || nameLength > 32) name.push('must be 3 to 32 characters');
+  if (!USERNAME_CHARS.test(username)) name.push('may contain only letters, digits, underscore and hyphen');
+  if (name.length) problems.username = name;
+  const passwordLength = charLength(password);
+  if (passwordLength < 8 || passwordLength > 128) problems.password = ['must be 8 to 128 characters'];
+  return problems;
+}
+
+/** Display names are 1-64 characters on register and update alike. */
+export function displayNameProblems(value: unknown): string[] {
+  if (typeof value !== 'string') return ['must be a string'];
+  const n = charLength(value);
+  return n < 1 || n > DISPLAY_NAME_MAX ? [`must be 1 to ${DISPLAY_NAME_MAX} characters`] : [];
+}
+
+export interface PasswordRegistration {
+  username: string;
+  password: string;
+  /** As sent; validated here. Undefined means "use the username". */
+  displayName?: unknown;
+}
+
+/**
+ * Creates a password account with its stats row and first token pair in one
+ * transaction. The caller has already checked field presence and run the
+ * client gate; this applies mode → field rules → hash → uniqueness, so a
+ * request that fails a rule never costs a hash.
+ */
+export async function registerWithPassword(ctx: Ctx, input: PasswordRegistration): Promise<SignIn> {
+  assertRegistrationAllowed(ctx, 'password');
+  const problems = credentialProblems(input.username, input.password);
+  if (input.displayName !== undefined) {
+    const nameProblems = displayNameProblems(input.displayName);
+    if (nameProblems.length) problems.display_name = nameProblems;
+  }
+  if (Object.keys(problems).length) throw validationFailed('fields', problems);
+
+  const hashed = await hashPassword(input.password, ctx.settings.pbkdf2_iterations);
+  const playerId = ctx.ids.uuid();
+  const now = new Date(ctx.clock.now());
+  try {
+    const pair = await ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('players')
+        .values({
+          id: playerId,
+          username: input.username,
+          display_name: (input.displayName as string | undefined) ?? input.username,
+          hashed_password: hashed,
+          metadata: jsonb({}),
+          updated_at: now,
+        })
+        .execute();
+      await trx.insertInto('player_stats').values({ player_id: playerId, metadata: jsonb({}), updated_at: now }).execute();
+      return issueOrFail(ctx, () => issueTokenPair(trx, ctx, playerId));
+    });
+    return { player_id: playerId, ...pair, username: input.username };
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new ApiError('auth.username_taken', 'That username is taken.', { field: 'username' });
+    throw err;
+  }
+}
+
+/**
+ * Password login. Every refusal (unknown username, wrong password, an account
+ * without a password, a banned account) is the same 401 after the same one
+ * key derivation, so neither status nor timing tells which it was.
+ */
+export async function loginWithPassword(ctx: Ctx, username: string, password: string): Promise<SignIn> {
+  const player = await ctx.db
+    .selectFrom('players')
+    .select(['id', 'username', 'hashed_password', 'banned_at'])
+    .where('username', '=', username)
+    .executeTakeFirst();
+  const matches = await verifyPassword(password, player?.hashed_password ?? null, ctx.settings.pbkdf2_iterations);
+  if (!player || !matches || player.banned_at !== null) {
+    throw new ApiError('auth.invalid_credentials', 'Wrong username or password.');
+  }
+  const pair = await issueOrFail(ctx, () => issueTokenPair(ctx.db, ctx, player.id));
+  return { player_id: player.id, ...pair, username: player.username };
+}
+
+async function issueOrFail(ctx: Ctx, issue: () => Promise<TokenPair>): Promise<TokenPair> {
+  try {
+    return await issue();
+  } catch (err) {
+    ctx.log.error('token_issue_failed', { error: err instanceof Error ? err.message : String(err) });
+    throw new ApiError('auth.token_issue_failed', 'Could not issue tokens; try again.');
+  }
+}

@@ -1,0 +1,176 @@
+import type { Transaction } from 'kysely';
+import type { Ctx, Principal } from './context';
+import { bytesToBase64Url, randomBytes, sha256Hex } from './crypto';
+import type { Db } from './database';
+import { ApiError } from './errors';
+import type { Database } from './schema';
+
+/**
+ * Player bearer tokens (spec 3 "Tokens", 5.1). Each token is 32 random bytes,
+ * base64url; the database holds only its SHA-256, so a leaked table grants no
+ * session. An access token and the refresh token issued with it share a
+ * `family_id`: the lineage a refresh rotates within and a reuse burns.
+ */
+
+export interface TokenPair {
+  access_token: string;
+  refresh_token: string;
+}
+
+/** What a valid access token resolves to, with its expiry so a cache never outlives it. */
+export interface ResolvedAccess {
+  principal: Principal;
+  expiresAt: number;
+}
+
+const TOKEN_BYTES = 32;
+/** Longer strings are not ours; refusing them early keeps junk from being hashed or cached. */
+export const MAX_TOKEN_LENGTH = 256;
+
+type Executor = Db | Transaction<Database>;
+
+export function newToken(): string {
+  return bytesToBase64Url(randomBytes(TOKEN_BYTES));
+}
+
+export function hashToken(token: string): Promise<string> {
+  return sha256Hex(token);
+}
+
+/** Issues an access + refresh pair; a new family unless one is being rotated. */
+export async function issueTokenPair(
+  trx: Executor,
+  ctx: Pick<Ctx, 'ids' | 'clock' | 'settings'>,
+  playerId: string,
+  familyId: string = ctx.ids.uuid(),
+): Promise<TokenPair> {
+  const access = newToken();
+  const refresh = newToken();
+  const now = ctx.clock.now();
+  await trx
+    .insertInto('player_tokens')
+    .values([
+      {
+        id: ctx.ids.uuid(),
+        user_id: playerId,
+        token: await hashToken(access),
+        context: 'access',
+        family_id: familyId,
+        expires_at: new Date(now + ctx.settings.access_token_ttl * 1000),
+      },
+      {
+        id: ctx.ids.uuid(),
+        user_id: playerId,
+        token: await hashToken(refresh),
+        context: 'refresh',
+        family_id: familyId,
+        expires_at: new Date(now + ctx.settings.refresh_token_ttl * 1000),
+      },
+    ])
+    .execute();
+  return { access_token: access, refresh_token: refresh };
+}
+
+/**
+ * The uncached lookup behind `ctx.auth.resolve`: an unexpired access token of
+ * a player who exists and is not banned.
+ */
+export async function findAccessToken(db: Db, tokenHash: string, now: number): Promise<ResolvedAccess | null> {
+  const row = await db
+    .selectFrom('player_tokens as t')
+    .innerJoin('players as p', 'p.id', 't.user_id')
+    .select(['t.id', 't.user_id', 't.expires_at'])
+    .where('t.token', '=', tokenHash)
+    .where('t.context', '=', 'access')
+    .where('t.expires_at', '>', new Date(now))
+    .where('p.banned_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return null;
+  return { principal: { playerId: row.user_id, tokenId: row.id }, expiresAt: new Date(row.expires_at).getTime() };
+}
+
+/**
+ * Single-use rotation: burns the presented refresh token and issues a new
+ * pair in its family. Presenting a token that was already rotated revokes the
+ * whole family (every access and refresh token in it) and answers 401, as
+ * does anything unknown, expired or belonging to a banned player.
+ */
+export async function rotateRefreshToken(ctx: Ctx, refreshToken: string): Promise<TokenPair> {
+  if (refreshToken.length === 0 || refreshToken.length > MAX_TOKEN_LENGTH) throw new ApiError('unauthenticated');
+  const tokenHash = await hashToken(refreshToken);
+  const now = ctx.clock.now();
+  const outcome = await ctx.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('player_tokens')
+      .select(['id', 'user_id', 'family_id', 'used_at', 'expires_at'])
+      .where('token', '=', tokenHash)
+      .where('context', '=', 'refresh')
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row) return { kind: 'unknown' as const };
+    if (row.used_at !== null) {
+      await revokeFamily(trx, row.family_id, row.id);
+      return { kind: 'reused' as const, playerId: row.user_id };
+    }
+    if (new Date(row.expires_at).getTime() <= now) return { kind: 'unknown' as const };
+    const player = await trx.selectFrom('players').select('banned_at').where('id', '=', row.user_id).executeTakeFirst();
+    if (!player || player.banned_at !== null) return { kind: 'unknown' as const };
+    await trx.updateTable('player_tokens').set({ used_at: new Date(now) }).where('id', '=', row.id).execute();
+    const familyId = row.family_id ?? ctx.ids.uuid();
+    return { kind: 'rotated' as const, pair: await issueTokenPair(trx, ctx, row.user_id, familyId) };
+  });
+  if (outcome.kind === 'rotated') return outcome.pair;
+  if (outcome.kind === 'reused') {
+    // Evict after commit: a cache fill racing the revocation then re-reads the database.
+    ctx.auth.evictPlayer(outcome.playerId);
+    ctx.log.warn('refresh_token_reused', { player_id: outcome.playerId });
+  }
+  throw new ApiError('unauthenticated', 'The refresh token is invalid, expired or already used.');
+}
+
+/**
+ * Logout (spec 4.1 rule 3): revokes the family of `refreshToken` and the
+ * access token `accessToken`, whichever are given and known. It reports
+ * nothing; the caller answers the same whatever was found.
+ */
+export async function revokeSession(ctx: Ctx, refreshToken: string | null, accessToken: string | null): Promise<void> {
+  const refreshHash = refreshToken && refreshToken.length <= MAX_TOKEN_LENGTH ? await hashToken(refreshToken) : null;
+  const accessHash = accessToken && accessToken.length <= MAX_TOKEN_LENGTH ? await hashToken(accessToken) : null;
+  if (!refreshHash && !accessHash) return;
+  const players = await ctx.db.transaction().execute(async (trx) => {
+    const affected = new Set<string>();
+    if (refreshHash) {
+      const row = await trx
+        .selectFrom('player_tokens')
+        .select(['id', 'user_id', 'family_id'])
+        .where('token', '=', refreshHash)
+        .where('context', '=', 'refresh')
+        .executeTakeFirst();
+      if (row) {
+        await revokeFamily(trx, row.family_id, row.id);
+        affected.add(row.user_id);
+      }
+    }
+    if (accessHash) {
+      const gone = await trx
+        .deleteFrom('player_tokens')
+        .where('token', '=', accessHash)
+        .where('context', '=', 'access')
+        .returning('user_id')
+        .executeTakeFirst();
+      if (gone) affected.add(gone.user_id);
+    }
+    return affected;
+  });
+  if (accessToken) await ctx.auth.evictToken(accessToken);
+  for (const playerId of players) ctx.auth.evictPlayer(playerId);
+}
+
+/** Deletes a family's tokens; a token minted without a family goes alone. */
+async function revokeFamily(trx: Transaction<Database>, familyId: string | null, tokenId: string): Promise<void> {
+  if (familyId === null) {
+    await trx.deleteFrom('player_tokens').where('id', '=', tokenId).execute();
+    return;
+  }
+  await trx.deleteFrom('player_tokens').where('family_id', '=', familyId).execute();
+}
