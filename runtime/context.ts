@@ -2,6 +2,7 @@ import type { ClientGate } from './client-gate';
 import type { Db } from './database';
 import type { IdSource } from './ids';
 import type { Logger } from './log';
+import type { LiveMatches, LiveMatchmaker } from './matches';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
 
 /**
@@ -26,6 +27,25 @@ export interface Ctx {
   clientGate: ClientGate | null;
   /** Test-only interleaving points; production hosts leave this unset. */
   seams?: Seams;
+  /** This node's real-time state (sessions, matches, matchmaker, RPC), owned by the host. */
+  live: LiveState;
+}
+
+/** What REST handlers and other host services may reach of the real-time host. */
+export interface LiveState {
+  /** Sends a frame to every live socket of the player; returns how many got it. */
+  push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number;
+  /** Closes every socket of the player (normal close, no frame): erasure, revocation. */
+  disconnect(playerId: string): void;
+  matches: LiveMatches;
+  matchmaker: LiveMatchmaker;
+  rpc: RpcDispatcher;
+}
+
+/** Extension and game-script RPC methods (wire-protocol 12). */
+export interface RpcDispatcher {
+  /** Resolves to the result object; rejects with an `ApiError` (`rpc.unknown_method`, a declared code, or `internal`). */
+  call(method: string, params: Record<string, unknown>, caller: { playerId: string }): Promise<Record<string, unknown>>;
 }
 
 /** Deployment-wide globals of the game script (lua-scripting 2.5, 3.3). */

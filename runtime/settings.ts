@@ -72,6 +72,22 @@ const rawSchema = z
     client_gate: z.string().min(1).optional(),
     client_gate_timeout: positiveInt.default(5000),
     client_gate_on_error: z.enum(['fail', 'skip']).default('fail'),
+    /**
+     * Browser origins allowed to open `/ws`; unset or empty admits all. Checked
+     * by the gateway, not here: a malformed value fails closed (wire-protocol 4.3).
+     */
+    ws_allowed_origins: z.unknown().optional(),
+    ws_idle_auth_timeout_ms: positiveInt.default(10_000),
+    /** An authenticated socket with no inbound frame for this long is closed. */
+    ws_idle_timeout_ms: positiveInt.default(60_000),
+    /** Live matches this node runs at once. */
+    match_max: positiveInt.default(1000),
+    matchmaker_tick_ms: positiveInt.default(1000),
+    /** A ticket waiting longer is dropped with `match.matchmaker_expired`. */
+    matchmaker_max_wait_ms: positiveInt.default(60_000),
+    matchmaker_max_queue: positiveInt.default(10_000),
+    /** `skill_based`: the skill window widens by 50 per this much waiting (lua-scripting 10). */
+    matchmaker_skill_widen_ms: positiveInt.default(5000),
   })
   .strict();
 

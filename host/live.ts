@@ -1,0 +1,90 @@
+import type { Server } from 'node:http';
+import type { Ctx, LiveState } from '../runtime/context';
+import type { GameInfo } from '../runtime/lua/api';
+import { MatchHost, type GameHandle, type VmFactory } from './matches';
+import { Matchmaker } from './matchmaker';
+import { RpcRegistry } from './rpc';
+import { SessionRegistry } from './sessions';
+import { Gateway } from './ws';
+
+export interface LiveOptions {
+  /** The loaded game directory; without one the node declares no modes. */
+  game?: GameHandle | null;
+  /** Builds a match VM; the Lua runtime's `MatchVm.create` in production. */
+  createVm?: VmFactory;
+}
+
+const NO_GAME: GameHandle = {
+  info: { modes: new Map(), guestAuth: false, registration: null, notices: [] } satisfies GameInfo,
+  source: { read: () => null },
+};
+
+/**
+ * `ctx.live`: the node's real-time services, built in two steps because they
+ * need the finished `Ctx` and `Ctx` needs them. `start` runs once the HTTP
+ * server exists; until then only `push` works (and reaches nobody).
+ */
+export class LiveHost implements LiveState {
+  #gateway: Gateway | null = null;
+  #matches: MatchHost | null = null;
+  #matchmaker: Matchmaker | null = null;
+  #rpc: RpcRegistry | null = null;
+
+  constructor(private readonly options: LiveOptions = {}) {}
+
+  start(ctx: Ctx, server: Server): void {
+    const gateway = new Gateway(ctx);
+    const createVm = this.options.createVm;
+    if (!createVm && this.options.game) throw new Error('a game directory needs a match VM factory');
+    const matches = new MatchHost(ctx, gateway.sessions, this.options.game ?? NO_GAME, createVm ?? (() => {
+      throw new Error('no match VM factory');
+    }));
+    const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
+    const rpc = new RpcRegistry(ctx);
+    matches.attach(gateway);
+    matchmaker.attach(gateway);
+    rpc.attach(gateway);
+    gateway.attach(server);
+    matchmaker.start();
+    this.#gateway = gateway;
+    this.#matches = matches;
+    this.#matchmaker = matchmaker;
+    this.#rpc = rpc;
+  }
+
+  /** Shutdown: stop forming matches, close sockets with 1001, stop match loops. */
+  async close(): Promise<void> {
+    this.#matchmaker?.close();
+    await this.#gateway?.close();
+    this.#matches?.close();
+  }
+
+  get gateway(): Gateway {
+    return started(this.#gateway);
+  }
+
+  get matches(): MatchHost {
+    return started(this.#matches);
+  }
+
+  get matchmaker(): Matchmaker {
+    return started(this.#matchmaker);
+  }
+
+  get rpc(): RpcRegistry {
+    return started(this.#rpc);
+  }
+
+  push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number {
+    return this.#gateway ? this.#gateway.sessions.push(playerId, frame) : 0;
+  }
+
+  disconnect(playerId: string): void {
+    this.#gateway?.sessions.disconnect(playerId);
+  }
+}
+
+function started<T>(service: T | null): T {
+  if (!service) throw new Error('live services used before start');
+  return service;
+}

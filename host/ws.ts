@@ -1,0 +1,234 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { Ctx } from '../runtime/context';
+import { ApiError } from '../runtime/errors';
+import {
+  errorFrame,
+  FrameError,
+  isPlainObject,
+  parseClientFrame,
+  reply,
+  type ClientFrame,
+  type ServerFrame,
+} from '../runtime/frames';
+import { Session, SessionRegistry } from './sessions';
+
+/** Wire-protocol 4.3 numbers. */
+export const MAX_FRAME_BYTES = 65_536;
+export const FRAMES_PER_WINDOW = 60;
+export const RATE_WINDOW_MS = 1000;
+/** Beyond this `ws` drops the connection outright instead of us answering. */
+const HARD_FRAME_CAP = 1024 * 1024;
+
+/** What a frame handler answers: a reply (the gateway adds the `cid`), or nothing for silent success. */
+export interface Reply {
+  type: string;
+  payload: Record<string, unknown>;
+  /** False for replies that must not echo the request's `cid` (wire-protocol 2.3 rule 5). */
+  echoCid?: boolean;
+}
+
+export interface FrameRoute {
+  /** Needs a successful `session.connect`; before it the frame is `unknown_type`. */
+  auth: boolean;
+  handle(session: Session, frame: ClientFrame): Reply | null | void | Promise<Reply | null | void>;
+}
+
+/**
+ * The WebSocket gateway on `/ws`: connect limits, the origin allowlist, the
+ * idle-auth timer, per-connection frame size and rate limits, and dispatch by
+ * `type` to the routes host services register. A socket's frames are handled
+ * one at a time in arrival order, so a reply never overtakes an earlier one.
+ */
+export class Gateway {
+  readonly sessions = new SessionRegistry();
+  readonly #routes = new Map<string, FrameRoute>();
+  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: HARD_FRAME_CAP, perMessageDeflate: false, clientTracking: false });
+  readonly #origins: { all: true } | { all: false; allowed: Set<string> };
+  #nextId = 1;
+  #idleSweep: ReturnType<typeof setInterval> | null = null;
+  #closing = false;
+
+  constructor(private readonly ctx: Ctx) {
+    this.#origins = parseOrigins(ctx);
+    this.route('session.connect', { auth: false, handle: (s, f) => this.#connect(s, f) });
+    this.route('session.heartbeat', {
+      auth: false,
+      handle: () => ({ type: 'session.heartbeat', payload: { ts: this.ctx.clock.now() } }),
+    });
+  }
+
+  /** Registers the handler of a client frame type (one per type). */
+  route(type: string, route: FrameRoute): void {
+    if (this.#routes.has(type)) throw new Error(`frame type ${type} already routed`);
+    this.#routes.set(type, route);
+  }
+
+  /** Wires the upgrade on `/ws` into the HTTP server REST already listens on. */
+  attach(server: Server): void {
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (path !== '/ws' || this.#closing) {
+        socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+        return;
+      }
+      socket.on('error', () => socket.destroy());
+      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, req));
+    });
+    const sweepEvery = Math.min(1000, this.ctx.settings.ws_idle_timeout_ms);
+    this.#idleSweep = setInterval(() => this.#sweepIdle(), sweepEvery);
+    this.#idleSweep.unref();
+  }
+
+  /** Graceful shutdown: every socket closes with 1001; stragglers are cut after a short grace. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    if (this.#idleSweep) clearInterval(this.#idleSweep);
+    const open = [...this.sessions.sessions()];
+    const closed = open.map((s) => new Promise<void>((resolve) => {
+      if (s.socket.readyState === 3) return resolve();
+      s.socket.once('close', () => resolve());
+    }));
+    for (const s of open) s.close(1001, 'server_shutdown');
+    await Promise.race([Promise.all(closed), new Promise((r) => setTimeout(r, 1000).unref())]);
+    for (const s of open) if (s.socket.readyState !== 3) s.socket.terminate();
+    this.#wss.close();
+  }
+
+  #accept(ws: WebSocket, req: IncomingMessage): void {
+    const ip = normaliseIp(req.socket.remoteAddress ?? '');
+    // The connect budget is spent before the origin check, so floods from a
+    // rejected origin still drain it (wire-protocol 4.3).
+    if (!this.ctx.limits.take('ws_connect', `ip:${ip}`).ok) return void ws.close(1008, 'rate_limited');
+    if (!this.#originAllowed(req.headers.origin)) return void ws.close(1008, 'origin_rejected');
+
+    const session = new Session(this.#nextId++, ws, ip, this.ctx.clock.now());
+    this.sessions.add(session);
+    session.idleAuthTimer = setTimeout(() => session.close(1008, 'idle_auth_timeout'), this.ctx.settings.ws_idle_auth_timeout_ms);
+    session.idleAuthTimer.unref();
+    ws.on('message', (data, isBinary) => this.#inbound(session, data, isBinary));
+    ws.on('error', () => {});
+    ws.on('close', () => {
+      if (session.idleAuthTimer) clearTimeout(session.idleAuthTimer);
+      this.sessions.remove(session);
+    });
+  }
+
+  #originAllowed(origin: string | undefined): boolean {
+    if (origin === undefined) return true;
+    const o = this.#origins;
+    return o.all || o.allowed.has(origin);
+  }
+
+  #inbound(session: Session, data: RawData, isBinary: boolean): void {
+    const now = this.ctx.clock.now();
+    session.lastInbound = now;
+    // binaryType is the default 'nodebuffer', so every message is one Buffer.
+    const buf = data as Buffer;
+    const size = buf.byteLength;
+    if (size > MAX_FRAME_BYTES) return session.send(errorFrame(null, new FrameError('payload_too_large', { echoCid: false })));
+    if (now - session.windowStart >= RATE_WINDOW_MS) {
+      session.windowStart = now;
+      session.windowCount = 0;
+    }
+    if (session.windowCount >= FRAMES_PER_WINDOW) return session.send(errorFrame(null, new FrameError('rate_limited', { echoCid: false })));
+    session.windowCount++;
+    if (isBinary) return session.send(errorFrame(null, new FrameError('binary_uplink_unsupported', { echoCid: false })));
+
+    const text = buf.toString('utf8');
+    if (session.busy) {
+      (session.backlog ??= []).push(text);
+      return;
+    }
+    this.#process(session, text);
+  }
+
+  /** Handles one frame; an asynchronous handler holds the socket's later frames until it settles. */
+  #process(session: Session, text: string): void {
+    const frame = parseClientFrame(text);
+    if (frame instanceof FrameError) return session.send(errorFrame(null, frame));
+    const route = this.#routes.get(frame.type);
+    if (!route || (route.auth && session.playerId === null)) {
+      return session.send(errorFrame(frame, new FrameError('unknown_type')));
+    }
+    let out: ReturnType<FrameRoute['handle']>;
+    try {
+      out = route.handle(session, frame);
+    } catch (err) {
+      return this.#fail(session, frame, err);
+    }
+    if (out instanceof Promise) {
+      session.busy = true;
+      out.then(
+        (r) => this.#answer(session, frame, r),
+        (err) => this.#fail(session, frame, err),
+      ).finally(() => {
+        session.busy = false;
+        this.#drain(session);
+      });
+      return;
+    }
+    this.#answer(session, frame, out);
+  }
+
+  #drain(session: Session): void {
+    while (!session.busy && session.backlog && session.backlog.length > 0) {
+      const next = session.backlog.shift()!;
+      if (session.backlog.length === 0) session.backlog = null;
+      this.#process(session, next);
+    }
+  }
+
+  #answer(session: Session, frame: ClientFrame, out: Reply | null | void): void {
+    if (!out) return;
+    session.send(reply(out.echoCid === false ? null : frame, out.type, out.payload));
+  }
+
+  #fail(session: Session, frame: ClientFrame, err: unknown): void {
+    if (err instanceof FrameError) return session.send(errorFrame(frame, err));
+    if (err instanceof ApiError) return session.send(errorFrame(frame, FrameError.from(err)));
+    this.ctx.log.error('ws_frame_failed', { type: frame.type, player_id: session.playerId, error: err });
+    session.send(errorFrame(frame, new FrameError('internal_error')));
+  }
+
+  async #connect(session: Session, frame: ClientFrame): Promise<Reply | null> {
+    // A missing payload is a missing token (wire-protocol 14 row 1: spec wins).
+    const token = isPlainObject(frame.payload) ? frame.payload.token : undefined;
+    if (typeof token !== 'string' || token === '') throw new FrameError('invalid_token');
+    const principal = await this.ctx.auth.resolve(token);
+    if (!principal) throw new FrameError('invalid_token');
+    // Closed while the token resolved: binding now would outlive the socket.
+    if (session.socket.readyState !== 1) return null;
+    if (session.idleAuthTimer) {
+      clearTimeout(session.idleAuthTimer);
+      session.idleAuthTimer = null;
+    }
+    this.sessions.bind(session, principal.playerId, principal.tokenId);
+    this.ctx.log.debug('ws_session_connected', { player_id: principal.playerId, session: session.id });
+    return { type: 'session.connected', payload: { player_id: principal.playerId, wire: 'json' } };
+  }
+
+  #sweepIdle(): void {
+    const now = this.ctx.clock.now();
+    const limit = this.ctx.settings.ws_idle_timeout_ms;
+    for (const s of this.sessions.sessions()) {
+      if (s.playerId !== null && now - s.lastInbound >= limit) s.close(1000, 'idle_timeout');
+    }
+  }
+}
+
+/** The `ws_allowed_origins` setting: a list of exact origins; anything else fails closed. */
+function parseOrigins(ctx: Ctx): { all: true } | { all: false; allowed: Set<string> } {
+  const raw = ctx.settings.ws_allowed_origins;
+  if (raw === undefined || raw === null || (Array.isArray(raw) && raw.length === 0)) return { all: true };
+  if (Array.isArray(raw) && raw.every((o) => typeof o === 'string')) return { all: false, allowed: new Set(raw as string[]) };
+  ctx.log.error('ws_allowed_origins_invalid', { message: 'not a list of strings; every request with an Origin is rejected' });
+  return { all: false, allowed: new Set() };
+}
+
+function normaliseIp(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
+}
+
+export type { ServerFrame };
