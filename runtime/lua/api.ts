@@ -10,7 +10,7 @@
  *   vm.join(playerId, ctx)          -> JoinResult (refusal is a normal answer)
  *   vm.input(playerId, input)       -> queued; applied at the next tick in arrival order
  *   vm.tick()                       -> TickResult: inputs, hot-reload check, tick(state), finish check
- *   vm.viewJson(playerId)           -> the `match.state` payload as JSON text (never throws)
+ *   vm.views()                      -> Map playerId -> `match.state` payload as JSON text (never throws)
  *   vm.leave(playerId)              -> CallResult (the player is gone either way)
  *   vm.finished()                   -> null | { result }
  *   vm.close()
@@ -20,7 +20,7 @@
  *
  * Where things live:
  *   runtime/lua/game.ts    loadGame(source, operatorModes?): GameInfo   (throws GameLoadError)
- *   runtime/lua/match.ts   class MatchVm implements MatchRuntime; MatchVm.create(options)
+ *   runtime/lua/match.ts   class MatchVm implements MatchRuntime; MatchVm.create(options) (throws if the body fails)
  *   runtime/lua/marshal.ts Lua <-> JSON (decision 10)
  *   host/game.ts           loadGameDirectory(dir, operatorModes, log) ->
  *                            { info: GameInfo (refreshed on rescans), source: ScriptSource,
@@ -164,8 +164,13 @@ export interface MatchRuntime {
   /** Queues one `match.input` payload (an object); applied at the next tick. */
   input(playerId: string, input: JsonObject): void;
   tick(): TickResult;
-  /** The player's `match.state` payload as JSON text; `{}` when `get_state` fails or returns a non-table. */
-  viewJson(playerId: string): string;
+  /**
+   * After a tick that did not finish: each roster member's `match.state`
+   * payload as JSON text (`{}` when `get_state` fails or returns a non-table;
+   * the shared strategy computes one view for all). A view over 1 MiB ends
+   * the match with `state_too_large`: check `finished()` afterwards.
+   */
+  views(): Map<string, string>;
   finished(): MatchOutcome | null;
   /** Re-evaluates the script now (hot reload). The state survives; a broken file keeps the old code. */
   reload(): { ok: true } | { ok: false; error: string };

@@ -1,0 +1,20 @@
+-- config.lua: the manifest of a multi-mode game.
+--
+-- It returns a table of mode name -> script path (relative to this
+-- directory). It may also declare the deployment-wide globals below; they
+-- are read once at boot (editing them needs a restart).
+--
+-- This file runs without the `game` table and without `require`: keep it
+-- to plain assignments.
+
+-- Players may sign in as guests (the operator still has to configure a
+-- guest pepper; see the README).
+guest_auth = true
+
+-- Uncomment to narrow sign-ups when the operator left `registration` unset:
+-- script_registration = "oauth_only"
+
+return {
+  arena = "arena.lua", -- 2-player movement duel, matchmade
+  lobby = "lobby.lua", -- listed drop-in room, joinable from the live list
+}

@@ -1,0 +1,119 @@
+import { existsSync, readFileSync, realpathSync, statSync, watch, type FSWatcher } from 'node:fs';
+import path from 'node:path';
+import type { GameInfo, OperatorModes, ScriptSource } from '../runtime/lua/api';
+import { loadGame, MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT } from '../runtime/lua/game';
+import type { Logger } from '../runtime/log';
+
+/** How often file times are compared when fs.watch misses an edit (network mounts, some editors). */
+const POLL_MS = 1000;
+
+export interface LoadedGame {
+  /** Modes as of the last good load; `guestAuth`/`registration` stay as read at boot (lua-scripting 2.5). */
+  readonly info: GameInfo;
+  /** File access confined to the game directory, with revisions that move when a file changes. */
+  readonly source: ScriptSource;
+  /** Called after a live rescan changed the mode set; returns an unsubscribe function. */
+  onChange(listener: (info: GameInfo) => void): () => void;
+  close(): void;
+}
+
+/**
+ * Loads the game directory at boot (a missing directory or a broken script
+ * is a boot error naming the path) and watches it: a changed script bumps
+ * its revision, which live VMs pick up at their next tick (hot reload), and
+ * a changed manifest or mode script rescans the mode set for new matches.
+ */
+export function loadGameDirectory(dir: string, operatorModes: OperatorModes, log: Logger): LoadedGame {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`game directory not found: ${dir}`);
+  const root = realpathSync(dir);
+  const files = new Map<string, { stamp: string; revision: number }>();
+
+  const stampOf = (rel: string): string => {
+    try {
+      const st = statSync(path.join(root, rel));
+      return `${st.mtimeMs}:${st.size}`;
+    } catch {
+      return 'missing';
+    }
+  };
+
+  const source: ScriptSource = {
+    read(rel) {
+      const full = path.resolve(root, rel);
+      let real: string;
+      try {
+        real = realpathSync(full);
+      } catch {
+        if (!files.has(rel)) files.set(rel, { stamp: 'missing', revision: 0 });
+        return null;
+      }
+      // A symlink may point anywhere; only what resolves inside the directory is readable.
+      if (real !== root && !real.startsWith(root + path.sep)) return null;
+      if (!files.has(rel)) files.set(rel, { stamp: stampOf(rel), revision: 0 });
+      try {
+        return readFileSync(real, 'utf8');
+      } catch {
+        return null;
+      }
+    },
+    revision(rel) {
+      return files.get(rel)?.revision ?? 0;
+    },
+  };
+
+  let info = loadGame(source, operatorModes);
+  for (const n of info.notices) log.warn('game_notice', { file: n.file, message: n.message });
+  log.info('game_loaded', { dir: root, modes: [...info.modes.keys()], guest_auth: info.guestAuth, registration: info.registration });
+  const bootPosture = { guestAuth: info.guestAuth, registration: info.registration };
+
+  const listeners = new Set<(info: GameInfo) => void>();
+  const shapeFiles = () => new Set([MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT, ...[...info.modes.values()].map((m) => m.file)]);
+
+  const check = () => {
+    let rescan = false;
+    const shape = shapeFiles();
+    for (const [rel, entry] of files) {
+      const stamp = stampOf(rel);
+      if (stamp === entry.stamp) continue;
+      entry.stamp = stamp;
+      entry.revision++;
+      if (shape.has(rel)) rescan = true;
+    }
+    if (!rescan) return;
+    try {
+      const next = loadGame(source, operatorModes);
+      info = { ...next, ...bootPosture };
+      log.info('game_modes_reloaded', { modes: [...info.modes.keys()] });
+      for (const listener of listeners) listener(info);
+    } catch (err) {
+      // The last good mode set stays; the stamp is recorded, so the same broken file is not retried.
+      log.warn('game_modes_reload_failed', { error: (err as Error).message });
+    }
+  };
+
+  let watcher: FSWatcher | null = null;
+  try {
+    watcher = watch(root, { recursive: true, persistent: false }, () => check());
+    watcher.on('error', () => {});
+  } catch {
+    // Recursive watching is not available everywhere; the poll below still sees every change.
+  }
+  const poll = setInterval(check, POLL_MS);
+  poll.unref();
+
+  return {
+    get info() {
+      return info;
+    },
+    source,
+    onChange(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    close() {
+      clearInterval(poll);
+      watcher?.close();
+      listeners.clear();
+    },
+  };
+}

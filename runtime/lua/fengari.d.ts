@@ -1,0 +1,13 @@
+// fengari ships no types; the runtime reaches it through runtime/lua/vm.ts only.
+declare module 'fengari' {
+  const fengari: any;
+  export default fengari;
+}
+declare module 'fengari/src/lobject.js' {
+  const lobject: any;
+  export default lobject;
+}
+declare module 'fengari/src/lauxlib.js' {
+  const lauxlib: any;
+  export default lauxlib;
+}

@@ -1,0 +1,220 @@
+/**
+ * Reads what a game directory declares (lua-scripting 2 and 3): its modes
+ * with their globals, and the deployment-wide `guest_auth` and
+ * registration posture. Every script body runs in a throwaway sandbox
+ * without the `game` table, so top-level code must be side-effect free.
+ */
+import {
+  DEFAULT_BUDGETS,
+  GameLoadError,
+  type GameInfo,
+  type JsonObject,
+  type ModeInfo,
+  type OperatorModes,
+  type ScriptSource,
+} from './api';
+import { isObjectJson, jsString, toJson } from './marshal';
+import { lauxlib, lua, Sandbox, to_luastring } from './vm';
+
+export const MULTI_MODE_MANIFEST = 'config.lua';
+export const SINGLE_MODE_SCRIPT = 'match.lua';
+export const SINGLE_MODE_NAME = 'default';
+
+/** Directory part of a game-relative path ('' for the root). */
+export function dirOf(file: string): string {
+  const slash = file.lastIndexOf('/');
+  return slash < 0 ? '' : file.slice(0, slash);
+}
+
+/** A manifest path must stay inside the game directory (lua-scripting 2.4). */
+export function checkScriptPath(path: string): string | null {
+  if (path.length === 0) return 'empty path';
+  if (path.startsWith('/')) return 'absolute path';
+  if (/[\x00-\x1f\x7f]/.test(path)) return 'control character in path';
+  for (const segment of path.split('/')) {
+    if (segment === '') return 'empty path segment';
+    if (segment === '.' || segment === '..') return `'${segment}' segment in path`;
+  }
+  return null;
+}
+
+/** Runs a script body in a fresh sandbox; throws GameLoadError naming the file. */
+export function evaluateScript(source: ScriptSource, file: string): Sandbox {
+  const text = source.read(file);
+  if (text === null) throw new GameLoadError(file, 'file not found');
+  const sandbox = new Sandbox({ source, baseDir: dirOf(file) });
+  const compiled = sandbox.compile(text, '@' + file);
+  if (!compiled.ok) throw new GameLoadError(file, `script_load_failed: ${compiled.message}`);
+  const ran = sandbox.call(0, DEFAULT_BUDGETS.heavy);
+  if (!ran.ok) throw new GameLoadError(file, `script_load_failed: ${ran.message}`);
+  return sandbox;
+}
+
+/** Reads globals off a sandbox whose body has run. */
+class Globals {
+  constructor(
+    private readonly sandbox: Sandbox,
+    private readonly file: string,
+    private readonly notices: GameInfo['notices'],
+  ) {}
+
+  private with<T>(name: string, read: (L: any, type: number) => T): T {
+    const L = this.sandbox.L;
+    const type = lua.lua_getglobal(L, to_luastring(name));
+    try {
+      return read(L, type);
+    } finally {
+      lua.lua_pop(L, 1);
+    }
+  }
+
+  integer(name: string): number | null {
+    return this.with(name, (L, type) => (type === lua.LUA_TNUMBER ? Math.trunc(lua.lua_tonumber(L, -1)) : null));
+  }
+
+  positive(name: string): number | null {
+    const n = this.integer(name);
+    return n !== null && n > 0 ? n : null;
+  }
+
+  string(name: string): string | null {
+    return this.with(name, (L, type) => (type === lua.LUA_TSTRING ? jsString(lua.lua_tostring(L, -1)) : null));
+  }
+
+  /** Strict boolean: any other non-nil value is ignored with a notice (lua-scripting 3.1). */
+  boolean(name: string): boolean | null {
+    return this.with(name, (L, type) => {
+      if (type === lua.LUA_TBOOLEAN) return lua.lua_toboolean(L, -1);
+      if (type !== lua.LUA_TNIL) {
+        this.notices.push({ file: this.file, message: `lua_config_global_ignored: '${name}' is not a boolean` });
+      }
+      return null;
+    });
+  }
+}
+
+function readRegistration(globals: Globals, file: string, notices: GameInfo['notices']): GameInfo['registration'] {
+  // Decision 1: `script_registration` wins over its alias `registration`.
+  const value = globals.string('script_registration') ?? globals.string('registration');
+  if (value === null) return null;
+  if (value === 'open' || value === 'oauth_only' || value === 'closed') return value;
+  notices.push({ file, message: `unrecognised registration mode '${value}' ignored` });
+  return null;
+}
+
+function readMode(source: ScriptSource, name: string, file: string, operator: JsonObject, notices: GameInfo['notices']): ModeInfo {
+  const sandbox = evaluateScript(source, file);
+  const g = new Globals(sandbox, file, notices);
+  const kind = g.string('game_type') === 'world' ? 'world' : 'match';
+  const scriptSize = g.integer('match_size');
+  if (scriptSize === null && operator.match_size === undefined) throw new GameLoadError(file, 'match_size is missing');
+  const mode: ModeInfo = {
+    name,
+    kind,
+    file,
+    match_size: scriptSize ?? 0,
+    max_players: 0,
+    min_players: 0,
+    strategy: g.string('strategy') ?? 'fill',
+    listed: g.boolean('listed') ?? kind === 'world',
+    quick_play: g.boolean('quick_play') ?? kind === 'world',
+    state_strategy: g.string('state_strategy') === 'shared' ? 'shared' : 'per_player',
+    operator,
+  };
+  const maxPlayers = g.positive('max_players');
+  const minPlayers = g.positive('min_players');
+  // The operator's game_modes entry wins key by key.
+  if (typeof operator.match_size === 'number') mode.match_size = Math.trunc(operator.match_size);
+  if (mode.match_size <= 0) throw new GameLoadError(file, 'match_size must be a positive integer');
+  mode.max_players = typeof operator.max_players === 'number' ? operator.max_players : (maxPlayers ?? mode.match_size);
+  mode.min_players = typeof operator.min_players === 'number' ? operator.min_players : (minPlayers ?? mode.match_size);
+  if (typeof operator.strategy === 'string') mode.strategy = operator.strategy;
+  if (typeof operator.listed === 'boolean') mode.listed = operator.listed;
+  if (typeof operator.quick_play === 'boolean') mode.quick_play = operator.quick_play;
+  return mode;
+}
+
+/**
+ * Loads a game directory. All or nothing: the first broken script throws a
+ * GameLoadError naming it (the host refuses to boot, or keeps the last good
+ * set on a live rescan).
+ */
+export function loadGame(source: ScriptSource, operatorModes: OperatorModes = {}): GameInfo {
+  const notices: GameInfo['notices'] = [];
+  const modes = new Map<string, ModeInfo>();
+  if (source.read(MULTI_MODE_MANIFEST) !== null) {
+    const sandbox = evaluateManifest(source);
+    const entries = readManifestEntries(sandbox);
+    const info = readPosture(sandbox, MULTI_MODE_MANIFEST, notices);
+    for (const [name, file] of entries) modes.set(name, readMode(source, name, file, operatorModes[name] ?? {}, notices));
+    return finish(info, modes, operatorModes, notices);
+  }
+  if (source.read(SINGLE_MODE_SCRIPT) !== null) {
+    const sandbox = evaluateScript(source, SINGLE_MODE_SCRIPT);
+    const info = readPosture(sandbox, SINGLE_MODE_SCRIPT, notices);
+    modes.set(SINGLE_MODE_NAME, readMode(source, SINGLE_MODE_NAME, SINGLE_MODE_SCRIPT, operatorModes[SINGLE_MODE_NAME] ?? {}, notices));
+    return finish(info, modes, operatorModes, notices);
+  }
+  // Neither file: zero modes, and no stale guest_auth (lua-scripting 2.2).
+  return finish({ guestAuth: false, registration: null }, modes, operatorModes, notices);
+}
+
+function finish(
+  posture: Pick<GameInfo, 'guestAuth' | 'registration'>,
+  modes: Map<string, ModeInfo>,
+  operatorModes: OperatorModes,
+  notices: GameInfo['notices'],
+): GameInfo {
+  for (const name of Object.keys(operatorModes)) {
+    if (!modes.has(name)) notices.push({ file: '(game_modes setting)', message: `mode '${name}' is not declared by the game; entry ignored` });
+  }
+  return { modes, guestAuth: posture.guestAuth, registration: posture.registration, notices };
+}
+
+function readPosture(sandbox: Sandbox, file: string, notices: GameInfo['notices']): Pick<GameInfo, 'guestAuth' | 'registration'> {
+  const g = new Globals(sandbox, file, notices);
+  return { guestAuth: g.boolean('guest_auth') === true, registration: readRegistration(g, file, notices) };
+}
+
+/** `config.lua` runs with `require` disabled (no base directory) and must return the mode table. */
+function evaluateManifest(source: ScriptSource): Sandbox {
+  const file = MULTI_MODE_MANIFEST;
+  const text = source.read(file)!;
+  const sandbox = new Sandbox({ source, baseDir: '' });
+  sandbox.setGlobalFunction('require', (L) => lauxlib.luaL_error(L, to_luastring('require is not available in config.lua')));
+  const compiled = sandbox.compile(text, '@' + file);
+  if (!compiled.ok) throw new GameLoadError(file, compiled.message);
+  const ran = sandbox.call(0, DEFAULT_BUDGETS.heavy);
+  if (!ran.ok) throw new GameLoadError(file, ran.message);
+  const L = sandbox.L;
+  if (ran.results < 1 || lua.lua_type(L, -ran.results) !== lua.LUA_TTABLE) {
+    throw new GameLoadError(file, 'config.lua must return a table of mode name -> script path');
+  }
+  lua.lua_settop(L, lua.lua_gettop(L) - ran.results + 1);
+  return sandbox;
+}
+
+function readManifestEntries(sandbox: Sandbox): [string, string][] {
+  const file = MULTI_MODE_MANIFEST;
+  const manifest = toJson(sandbox.L, -1);
+  lua.lua_pop(sandbox.L, 1);
+  if (Array.isArray(manifest)) throw new GameLoadError(file, 'config.lua entries must be mode name = "script path"');
+  if (!isObjectJson(manifest)) return [];
+  const entries: [string, string][] = [];
+  const errors: string[] = [];
+  for (const [name, path] of Object.entries(manifest)) {
+    if (/^-?\d+$/.test(name)) {
+      errors.push(`entry ${name}: mode names must be strings (name = "path")`);
+      continue;
+    }
+    if (typeof path !== 'string') {
+      errors.push(`mode '${name}': script path must be a string`);
+      continue;
+    }
+    const problem = checkScriptPath(path);
+    if (problem) errors.push(`mode '${name}': ${problem} ('${path}')`);
+    else entries.push([name, path]);
+  }
+  if (errors.length > 0) throw new GameLoadError(file, `game mode config error: ${errors.join('; ')}`);
+  return entries.sort((a, b) => a[0].localeCompare(b[0]));
+}

@@ -1,0 +1,420 @@
+/**
+ * One match: one sandboxed VM running the mode's script (lua-scripting 1, 4,
+ * 5, 7, 8). The state lives in the Lua registry and is handed to every
+ * callback; a failed callback never replaces it (decision 2).
+ */
+import {
+  DEFAULT_BUDGETS,
+  STATE_LIMIT_BYTES,
+  type Budgets,
+  type CallResult,
+  type FailureKind,
+  type JoinResult,
+  type JsonObject,
+  type MatchOutcome,
+  type MatchRuntime,
+  type MatchServices,
+  type MatchVmOptions,
+  type ModeInfo,
+  type TickResult,
+} from './api';
+import { dirOf } from './game';
+import { isObjectJson, jsString, luaString, MarshalError, pushJson, toJson } from './marshal';
+import { installGameTable } from './script-api';
+import { lauxlib, lua, Sandbox, type Outcome } from './vm';
+
+const HEAVY_MS = 500;
+const LIGHT_MS = 200;
+/** The state itself is measured every this many ticks; views are measured every time. */
+const STATE_CHECK_EVERY = 10;
+const REASON_MAX = 64;
+const EMPTY_VIEW = '{}';
+
+type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'reload';
+
+const NAMES = {
+  init: luaString('init'),
+  join: luaString('join'),
+  leave: luaString('leave'),
+  handle_input: luaString('handle_input'),
+  tick: luaString('tick'),
+  get_state: luaString('get_state'),
+  _finished: luaString('_finished'),
+  _result: luaString('_result'),
+};
+
+export class MatchVm implements MatchRuntime {
+  readonly matchId: string;
+  readonly mode: ModeInfo;
+  private readonly sandbox: Sandbox;
+  private readonly L: any;
+  private readonly services: MatchServices;
+  private readonly budgets: Budgets;
+  private readonly options: MatchVmOptions;
+  /** Registry reference of the state; LUA_NOREF until init succeeds. */
+  private stateRef: number = lua.LUA_NOREF;
+  private readonly roster = new Map<string, Uint8Array>();
+  private readonly queue: [string, JsonObject][] = [];
+  private outcome: MatchOutcome | null = null;
+  private revision: number | undefined;
+  private ticks = 0;
+  private readonly suppressed = new Map<string, number>();
+  private closed = false;
+
+  private constructor(options: MatchVmOptions) {
+    this.options = options;
+    this.matchId = options.matchId;
+    this.mode = options.mode;
+    this.services = options.services;
+    this.budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
+    this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.mode.file) });
+    this.L = this.sandbox.L;
+    installGameTable(this.sandbox, {
+      matchId: this.matchId,
+      mode: this.mode.name,
+      services: this.services,
+      file: this.mode.file,
+    });
+  }
+
+  /**
+   * Builds the VM and runs the script body. Throws (naming the script) when
+   * the body does not load: the host then does not create the match.
+   */
+  static create(options: MatchVmOptions): MatchVm {
+    const vm = new MatchVm(options);
+    const loaded = vm.evaluate();
+    if (!loaded.ok) throw new Error(`${options.mode.file}: ${loaded.error}`);
+    return vm;
+  }
+
+  /** Compiles and runs the script body in this VM (creation and hot reload). */
+  private evaluate(): { ok: true } | { ok: false; error: string } {
+    const source = this.options.source;
+    const file = this.mode.file;
+    const revision = source.revision?.(file);
+    const text = source.read(file);
+    this.revision = revision;
+    if (text === null) return { ok: false, error: 'script file not found' };
+    const compiled = this.sandbox.compile(text, '@' + file);
+    if (!compiled.ok) return { ok: false, error: compiled.message };
+    const ran = this.sandbox.call(0, this.budgets.heavy, HEAVY_MS);
+    if (!ran.ok) return { ok: false, error: ran.message };
+    lua.lua_settop(this.L, 0);
+    return { ok: true };
+  }
+
+  init(): CallResult {
+    const L = this.L;
+    const config: JsonObject = { ...this.mode.operator, match_id: this.matchId, mode: this.mode.name };
+    if (!this.pushCallback(NAMES.init)) return this.fail('init', 'error', 'the script defines no init function');
+    pushJson(L, config);
+    const out = this.sandbox.call(1, this.budgets.heavy, HEAVY_MS);
+    if (!out.ok) return this.fail('init', out.kind, out.message);
+    if (out.results < 1 || lua.lua_type(L, -out.results) !== lua.LUA_TTABLE) {
+      lua.lua_settop(L, 0);
+      return this.fail('init', 'malformed', 'init must return the state table');
+    }
+    lua.lua_settop(L, 1);
+    this.storeState();
+    return { ok: true };
+  }
+
+  join(playerId: string, ctx: JsonObject = {}): JoinResult {
+    const L = this.L;
+    if (!this.pushCallback(NAMES.join)) {
+      const failed = this.fail('join', 'error', 'the script defines no join function');
+      return { ok: false, refused: false, kind: 'error', message: failed.ok ? '' : failed.message };
+    }
+    const id = luaString(playerId);
+    lua.lua_pushstring(L, id);
+    this.pushState();
+    pushJson(L, ctx);
+    const out = this.sandbox.call(3, this.budgets.light, LIGHT_MS);
+    if (!out.ok) {
+      this.fail('join', out.kind, out.message);
+      return { ok: false, refused: false, kind: out.kind, message: out.message };
+    }
+    const first = out.results > 0 ? lua.lua_type(L, -out.results) : lua.LUA_TNONE;
+    if (first === lua.LUA_TTABLE) {
+      lua.lua_settop(L, 1);
+      this.storeState();
+      this.roster.set(playerId, id);
+      return { ok: true };
+    }
+    if (first === lua.LUA_TNIL || first === lua.LUA_TNONE || (first === lua.LUA_TBOOLEAN && !lua.lua_toboolean(L, -out.results))) {
+      let reason: string | undefined;
+      if (out.results >= 2 && lua.lua_type(L, -out.results + 1) === lua.LUA_TSTRING) {
+        const text = jsString(lua.lua_tostring(L, -out.results + 1));
+        if (text.length > 0 && text.length <= REASON_MAX && /^[\x20-\x7e]+$/.test(text)) reason = text;
+      }
+      lua.lua_settop(L, 0);
+      if (first === lua.LUA_TNONE) this.report('join', 'malformed', 'join_returned_no_state');
+      return reason === undefined ? { ok: false, refused: true } : { ok: false, refused: true, reason };
+    }
+    lua.lua_settop(L, 0);
+    this.fail('join', 'malformed', 'join must return the state, or nil/false [, reason] to refuse');
+    return { ok: false, refused: false, kind: 'malformed', message: 'join returned neither a state nor a refusal' };
+  }
+
+  leave(playerId: string): CallResult {
+    const id = this.roster.get(playerId) ?? luaString(playerId);
+    // The player is gone whatever the script says (lua-scripting 4.4).
+    this.roster.delete(playerId);
+    if (!this.pushCallback(NAMES.leave)) return { ok: true };
+    lua.lua_pushstring(this.L, id);
+    this.pushState();
+    return this.stateCall('leave', 2, this.budgets.light, LIGHT_MS);
+  }
+
+  input(playerId: string, input: JsonObject): void {
+    this.queue.push([playerId, input]);
+  }
+
+  tick(): TickResult {
+    let inputFailures = 0;
+    // Inputs first, in arrival order, with the code they were sent against.
+    const queued = this.queue.splice(0, this.queue.length);
+    for (const [playerId, input] of queued) {
+      if (!this.pushCallback(NAMES.handle_input)) break;
+      lua.lua_pushstring(this.L, this.roster.get(playerId) ?? luaString(playerId));
+      pushJson(this.L, input);
+      this.pushState();
+      if (!this.stateCall('handle_input', 3, this.budgets.light, LIGHT_MS).ok) inputFailures++;
+    }
+    const source = this.options.source;
+    if (source.revision && source.revision(this.mode.file) !== this.revision) this.reload();
+
+    let tick: CallResult = { ok: true };
+    if (this.pushCallback(NAMES.tick)) {
+      this.pushState();
+      tick = this.stateCall('tick', 1, this.budgets.heavy, HEAVY_MS);
+    }
+    this.ticks++;
+    this.checkFinished();
+    if (!this.outcome && this.ticks % STATE_CHECK_EVERY === 0) this.checkStateSize();
+    return { inputFailures, tick, finished: this.outcome };
+  }
+
+  /**
+   * The `match.state` payloads for this tick, one per roster member (the
+   * shared strategy computes one and hands it to all). Call after `tick()`
+   * while the match is not finished. An oversized view finishes the match
+   * with `state_too_large`; check `finished()` afterwards.
+   */
+  views(): Map<string, string> {
+    const out = new Map<string, string>();
+    if (this.outcome) return out;
+    if (this.mode.state_strategy === 'shared') {
+      const view = this.view(null);
+      for (const playerId of this.roster.keys()) out.set(playerId, view);
+    } else {
+      for (const [playerId, id] of this.roster) {
+        out.set(playerId, this.view(id));
+        if (this.outcome) return new Map();
+      }
+    }
+    return out;
+  }
+
+  private view(id: Uint8Array | null): string {
+    const L = this.L;
+    if (!this.pushCallback(NAMES.get_state)) return EMPTY_VIEW;
+    if (id) lua.lua_pushstring(L, id);
+    this.pushState();
+    const out = this.sandbox.call(id ? 2 : 1, this.budgets.light, LIGHT_MS);
+    if (!out.ok) {
+      this.report('get_state', out.kind, out.message);
+      return EMPTY_VIEW;
+    }
+    let text = EMPTY_VIEW;
+    if (out.results > 0 && lua.lua_type(L, -out.results) === lua.LUA_TTABLE) {
+      try {
+        const value = toJson(L, -out.results);
+        if (isObjectJson(value)) text = JSON.stringify(value);
+      } catch (err) {
+        this.report('get_state', 'malformed', (err as Error).message);
+      }
+    }
+    lua.lua_settop(L, 0);
+    if (text.length > STATE_LIMIT_BYTES) {
+      this.outcome = { result: { status: 'error', reason: 'state_too_large' } };
+      return EMPTY_VIEW;
+    }
+    return text;
+  }
+
+  finished(): MatchOutcome | null {
+    return this.outcome;
+  }
+
+  reload(): { ok: true } | { ok: false; error: string } {
+    const L = this.L;
+    // Keep the globals as they were, so a body that fails halfway leaves the VM untouched (8.4).
+    lua.lua_pushglobaltable(L);
+    const snapshot = shallowCopy(L, -1);
+    lua.lua_pop(L, 1);
+    lua.lua_newtable(L);
+    lua.lua_setglobal(L, luaString('_SVC_LOADED'));
+    const result = this.evaluate();
+    if (result.ok) {
+      lauxlib.luaL_unref(L, lua.LUA_REGISTRYINDEX, snapshot);
+      this.services.log.info('lua_hot_reload', { match_id: this.matchId, script: this.mode.file });
+      return result;
+    }
+    restoreGlobals(L, snapshot);
+    lauxlib.luaL_unref(L, lua.LUA_REGISTRYINDEX, snapshot);
+    lua.lua_settop(L, 0);
+    this.report('reload', 'error', result.error);
+    return result;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue.length = 0;
+    this.roster.clear();
+    if (this.stateRef !== lua.LUA_NOREF) lauxlib.luaL_unref(this.L, lua.LUA_REGISTRYINDEX, this.stateRef);
+    this.stateRef = lua.LUA_NOREF;
+  }
+
+  // ---- internals ---------------------------------------------------------
+
+  /** Pushes a global callback; false (nothing pushed) when the script does not define it. */
+  private pushCallback(name: Uint8Array): boolean {
+    if (this.closed) return false;
+    if (lua.lua_getglobal(this.L, name) === lua.LUA_TFUNCTION) return true;
+    lua.lua_pop(this.L, 1);
+    return false;
+  }
+
+  private pushState(): void {
+    if (this.stateRef === lua.LUA_NOREF) lua.lua_pushnil(this.L);
+    else lua.lua_rawgeti(this.L, lua.LUA_REGISTRYINDEX, this.stateRef);
+  }
+
+  /** Takes the table on top of the stack as the new state. */
+  private storeState(): void {
+    const L = this.L;
+    if (this.stateRef === lua.LUA_NOREF) this.stateRef = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
+    else lua.lua_rawseti(L, lua.LUA_REGISTRYINDEX, this.stateRef);
+    lua.lua_settop(L, 0);
+  }
+
+  /** A callback that must return the new state (decision 7: nothing or nil is a failed call). */
+  private stateCall(callback: Callback, nargs: number, budget: number, ms: number): CallResult {
+    const L = this.L;
+    const out: Outcome = this.sandbox.call(nargs, budget, ms);
+    if (!out.ok) return this.fail(callback, out.kind, out.message);
+    if (out.results < 1 || lua.lua_type(L, -out.results) !== lua.LUA_TTABLE) {
+      lua.lua_settop(L, 0);
+      return this.fail(callback, 'malformed', `${callback} must return the state table`);
+    }
+    lua.lua_settop(L, 1);
+    this.storeState();
+    return { ok: true };
+  }
+
+  private fail(callback: Callback, kind: FailureKind, message: string): CallResult {
+    lua.lua_settop(this.L, 0);
+    this.report(callback, kind, message);
+    return { ok: false, kind, message };
+  }
+
+  /** `lua_callback_failed`, 3 lines per 10 s per call site (group `script_log`). */
+  private report(callback: Callback, kind: FailureKind, message: string): void {
+    const site = `${this.mode.file}:${callback}`;
+    if (!this.services.limits.take('script_log', site).ok) {
+      this.suppressed.set(site, (this.suppressed.get(site) ?? 0) + 1);
+      return;
+    }
+    const suppressed = this.suppressed.get(site) ?? 0;
+    this.suppressed.delete(site);
+    this.services.log.warn('lua_callback_failed', {
+      match_id: this.matchId,
+      mode: this.mode.name,
+      callback,
+      script: this.mode.file,
+      reason_class: kind,
+      detail: message.slice(0, 500),
+      suppressed_since_last: suppressed,
+    });
+  }
+
+  private checkFinished(): void {
+    const L = this.L;
+    if (this.outcome || this.stateRef === lua.LUA_NOREF) return;
+    this.pushState();
+    const finished = lua.lua_getfield(L, -1, NAMES._finished) === lua.LUA_TBOOLEAN && lua.lua_toboolean(L, -1);
+    lua.lua_pop(L, 1);
+    if (finished) {
+      let result: JsonObject = {};
+      if (lua.lua_getfield(L, -1, NAMES._result) === lua.LUA_TTABLE) {
+        try {
+          const value = toJson(L, -1);
+          if (isObjectJson(value)) result = value;
+        } catch (err) {
+          this.report('tick', 'malformed', `_result: ${(err as Error).message}`);
+        }
+      }
+      this.outcome = { result };
+    }
+    lua.lua_settop(L, 0);
+  }
+
+  private checkStateSize(): void {
+    this.pushState();
+    try {
+      const value = toJson(this.L, -1);
+      if (JSON.stringify(value ?? null).length > STATE_LIMIT_BYTES) {
+        this.outcome = { result: { status: 'error', reason: 'state_too_large' } };
+      }
+    } catch (err) {
+      // A cyclic state is legal Lua; it just cannot be measured this way.
+      if (!(err instanceof MarshalError)) throw err;
+    } finally {
+      lua.lua_settop(this.L, 0);
+    }
+  }
+}
+
+/** Registry reference to a shallow copy of the table at `index`. */
+function shallowCopy(L: any, index: number): number {
+  const source = lua.lua_absindex(L, index);
+  lua.lua_newtable(L);
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, source) !== 0) {
+    lua.lua_pushvalue(L, -2);
+    lua.lua_insert(L, -2);
+    lua.lua_rawset(L, -4);
+  }
+  return lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
+}
+
+/** Makes the global table equal to the snapshot again (keys added since are removed). */
+function restoreGlobals(L: any, snapshot: number): void {
+  lua.lua_pushglobaltable(L);
+  const globals = lua.lua_gettop(L);
+  lua.lua_newtable(L);
+  const added = lua.lua_gettop(L);
+  let n = 0;
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, globals) !== 0) {
+    lua.lua_pop(L, 1);
+    lua.lua_pushvalue(L, -1);
+    lua.lua_rawseti(L, added, ++n);
+  }
+  for (let i = 1; i <= n; i++) {
+    lua.lua_rawgeti(L, added, i);
+    lua.lua_pushnil(L);
+    lua.lua_rawset(L, globals);
+  }
+  lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, snapshot);
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, -2) !== 0) {
+    lua.lua_pushvalue(L, -2);
+    lua.lua_insert(L, -2);
+    lua.lua_rawset(L, globals);
+  }
+  lua.lua_settop(L, globals - 1);
+}

@@ -1,0 +1,345 @@
+/**
+ * One sandboxed fengari state (lua-scripting 9, decision 11) and the only way
+ * to call into it: `call()` runs a function under an instruction budget and
+ * turns every way a script can misbehave into a failed call.
+ *
+ * Budget enforcement has three parts:
+ *  - a count hook charges instructions; when the budget is spent the hook
+ *    raises, and from then on fires on EVERY instruction, so `pcall` inside
+ *    the script cannot swallow the failure and keep going;
+ *  - string building (the `..` operator and every luaL_Buffer user:
+ *    string.rep, gsub, format, table.concat ...) is capped per string and its
+ *    bytes are charged against the same budget, so memcpy-heavy bombs end as
+ *    quickly as loops do;
+ *  - the Lua stack is capped, so deep recursion fails early and cheaply.
+ * fengari cannot account heap use in general; these caps cover the bombs a
+ * count hook cannot see. Caveat kept in README: memory a script retains in
+ * globals across calls is not measured.
+ */
+import fengari from 'fengari';
+import lobject from 'fengari/src/lobject.js';
+import type { FailureKind, ScriptSource } from './api';
+
+const { lua, lauxlib, lualib, to_luastring } = fengari;
+
+export { lua, lauxlib, to_luastring };
+
+/** Longest string a script may build. Matches the state bound: nothing bigger can be legitimate. */
+export const MAX_STRING_BYTES = 1024 * 1024;
+/** Bytes of string building that cost one instruction of budget. */
+const BYTES_PER_INSTRUCTION = 16;
+/** Lua stack slots per thread; a recursion bomb fails here long before memory matters. */
+const MAX_STACK_SLOTS = 50_000;
+const HOOK_EVERY = 1000;
+const CHECKED_STRING_BYTES = 4096;
+
+export const MODULE_CACHE = '_SVC_LOADED';
+const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+/** The sandbox whose call is running; calls are synchronous, so one at a time (a stack when nested). */
+let active: Sandbox | null = null;
+
+function onBigString(L: unknown, length: number): void {
+  const sb = active;
+  if (!sb || length < CHECKED_STRING_BYTES) return;
+  if (length > MAX_STRING_BYTES) sb.exhaust(L, 'memory', `string longer than ${MAX_STRING_BYTES} bytes`);
+  sb.charge(L, length / BYTES_PER_INSTRUCTION);
+}
+
+// Process-wide guards on fengari's string building. The VM reaches
+// `setsvalue2s` through the module object when it concatenates, and every
+// luaL_Buffer grows by assigning `b`; both are intercepted once.
+let guardsInstalled = false;
+function installGuards(): void {
+  if (guardsInstalled) return;
+  guardsInstalled = true;
+  const setsvalue2s = lobject.setsvalue2s;
+  lobject.setsvalue2s = function guardedSetsvalue2s(L: any, idx: number, ts: any) {
+    onBigString(L, ts.realstring.length);
+    setsvalue2s(L, idx, ts);
+  };
+  Object.defineProperty(lauxlib.luaL_Buffer.prototype, 'b', {
+    configurable: true,
+    get(this: { guardedBuffer: Uint8Array }) {
+      return this.guardedBuffer;
+    },
+    set(this: { L: unknown; guardedBuffer: Uint8Array }, value: Uint8Array) {
+      if (value && this.L) onBigString(this.L, value.length);
+      this.guardedBuffer = value;
+    },
+  });
+}
+
+function hook(L: any): void {
+  const sb = active;
+  if (!sb) return;
+  sb.remaining -= L.basehookcount;
+  if (sb.exhausted || sb.remaining <= 0) sb.exhaust(L, 'budget', 'instruction budget exceeded');
+  // Instructions are not equally expensive (a table insert costs far more
+  // than an add), so a wall-clock bound backs the count up.
+  if (Date.now() > sb.deadline) sb.exhaust(L, 'budget', 'time budget exceeded');
+  if (L.top > MAX_STACK_SLOTS) sb.exhaust(L, 'memory', 'stack overflow (recursion too deep)');
+}
+
+export type Outcome = { ok: true; results: number } | { ok: false; kind: FailureKind; message: string };
+
+export interface SandboxOptions {
+  source: ScriptSource;
+  /** Directory (relative to the game directory, '' for its root) that `require` resolves against. */
+  baseDir: string;
+}
+
+/** A JS function callable from Lua; returns the number of results it pushed. */
+export type LuaFunction = (L: any) => number;
+
+export class Sandbox {
+  readonly L: any;
+  remaining = 0;
+  deadline = 0;
+  exhausted = false;
+  private failure: { kind: FailureKind; message: string } | null = null;
+  private readonly source: ScriptSource;
+  private readonly baseDir: string;
+
+  constructor(options: SandboxOptions) {
+    installGuards();
+    this.source = options.source;
+    this.baseDir = options.baseDir;
+    const L = lauxlib.luaL_newstate();
+    this.L = L;
+    // Only the libraries a game may use; never `io`, `package` or fengari's JS bridge.
+    const libs: [string, unknown][] = [
+      ['_G', lualib.luaopen_base],
+      ['coroutine', lualib.luaopen_coroutine],
+      ['table', lualib.luaopen_table],
+      ['string', lualib.luaopen_string],
+      ['math', lualib.luaopen_math],
+      ['utf8', lualib.luaopen_utf8],
+      ['os', lualib.luaopen_os],
+      ['debug', lualib.luaopen_debug],
+    ];
+    for (const [name, open] of libs) {
+      lauxlib.luaL_requiref(L, to_luastring(name), open, 1);
+      lua.lua_pop(L, 1);
+    }
+    this.restrict();
+    lua.lua_sethook(L, hook, lua.LUA_MASKCOUNT, HOOK_EVERY);
+  }
+
+  private restrict(): void {
+    const L = this.L;
+    for (const name of ['dofile', 'loadfile', 'print', 'collectgarbage', 'load', 'loadstring', 'require', 'package', 'io']) {
+      lua.lua_pushnil(L);
+      lua.lua_setglobal(L, to_luastring(name));
+    }
+    this.keepOnly('os', ['time', 'clock', 'date', 'difftime']);
+    this.keepOnly('debug', ['traceback']);
+    lua.lua_getglobal(L, to_luastring('string'));
+    lua.lua_pushnil(L);
+    lua.lua_setfield(L, -2, to_luastring('dump'));
+    lua.lua_pop(L, 1);
+
+    this.setGlobalFunction('collectgarbage', (L) => {
+      // fengari has no collector interface; "count" is the only option a script keeps.
+      const opt = lua.lua_isnoneornil(L, 1) ? 'collect' : lua.lua_tojsstring(L, 1);
+      if (opt !== 'count') return lauxlib.luaL_error(L, to_luastring(`collectgarbage('${opt}') is not available`));
+      lua.lua_pushnumber(L, 0);
+      return 1;
+    });
+    this.setGlobalFunction('load', (L) => this.load(L));
+    this.setGlobalFunction('require', (L) => this.require(L));
+    lua.lua_newtable(L);
+    lua.lua_setglobal(L, to_luastring(MODULE_CACHE));
+
+    // Prelude in Lua: argument-dependent guards are simplest where the arguments are.
+    const prelude = `
+      local rep, floor, MAX = string.rep, math.floor, ${MAX_STRING_BYTES}
+      string.rep = function(s, n, sep)
+        local ls = (type(s) == "string" or type(s) == "number") and #tostring(s) or 0
+        local lsep = (type(sep) == "string" or type(sep) == "number") and #tostring(sep) or 0
+        if type(n) == "number" and n > 0 and (ls + lsep) * n > MAX then
+          error("string.rep result longer than " .. MAX .. " bytes", 2)
+        end
+        return rep(s, n, sep)
+      end
+      local unpack = table.unpack
+      table.unpack = function(t, i, j)
+        i = i or 1
+        j = j or #t
+        if type(i) == "number" and type(j) == "number" and j - i >= 8000 then
+          error("too many results to unpack", 2)
+        end
+        return unpack(t, i, j)
+      end
+      local random = math.random
+      math.random = function(m, n)
+        if m == nil or type(m) ~= "number" or (n == nil and m < 1) then return random() end
+        if n == nil then return random(floor(m)) end
+        if type(n) ~= "number" then return random() end
+        local a = m < 0 and -floor(-m) or floor(m)
+        local b = n < 0 and -floor(-n) or floor(n)
+        return random(a, b)
+      end
+      math.randomseed = function() end
+      local sqrt = math.sqrt
+      math.sqrt = function(x)
+        if type(x) ~= "number" or x < 0 then return 0.0 end
+        return sqrt(x)
+      end
+    `;
+    const loaded = lauxlib.luaL_loadbufferx(L, to_luastring(prelude), null, to_luastring('=prelude'), to_luastring('t'));
+    if (loaded !== lua.LUA_OK) throw new Error(`prelude: ${lua.lua_tojsstring(L, -1)}`);
+    lua.lua_call(L, 0, 0);
+  }
+
+  private keepOnly(table: string, keep: string[]): void {
+    const L = this.L;
+    lua.lua_getglobal(L, to_luastring(table));
+    const names: string[] = [];
+    lua.lua_pushnil(L);
+    while (lua.lua_next(L, -2) !== 0) {
+      lua.lua_pop(L, 1);
+      if (lua.lua_type(L, -1) === lua.LUA_TSTRING) names.push(lua.lua_tojsstring(L, -1));
+    }
+    for (const name of names) {
+      if (keep.includes(name)) continue;
+      lua.lua_pushnil(L);
+      lua.lua_setfield(L, -2, to_luastring(name));
+    }
+    lua.lua_pop(L, 1);
+  }
+
+  setGlobalFunction(name: string, fn: LuaFunction): void {
+    lua.lua_pushcfunction(this.L, fn);
+    lua.lua_setglobal(this.L, to_luastring(name));
+  }
+
+  /** Charges extra work (bytes built, source compiled) against the running call's budget. */
+  charge(L: unknown, instructions: number): void {
+    this.remaining -= instructions;
+    if (this.remaining <= 0) this.exhaust(L, 'budget', 'instruction budget exceeded');
+  }
+
+  /** Ends the running call: records why, makes every further instruction raise, raises now. */
+  exhaust(L: any, kind: FailureKind, message: string): never {
+    this.failure ??= { kind, message };
+    this.exhausted = true;
+    lua.lua_sethook(this.L, hook, lua.LUA_MASKCOUNT, 1);
+    if (L !== this.L) lua.lua_sethook(L, hook, lua.LUA_MASKCOUNT, 1);
+    lauxlib.luaL_error(L, to_luastring(this.failure.message));
+    throw new Error('unreachable: luaL_error returned');
+  }
+
+  /**
+   * Calls the function below `nargs` arguments on the stack. On success the
+   * results are left on the stack (their count in `results`); on failure the
+   * stack is back where it was before the function was pushed.
+   */
+  call(nargs: number, budget: number, timeLimitMs = timeLimitFor(budget)): Outcome {
+    const L = this.L;
+    const base = lua.lua_gettop(L) - nargs - 1;
+    const previous = active;
+    active = this;
+    this.remaining = budget;
+    this.deadline = Date.now() + timeLimitMs;
+    this.exhausted = false;
+    this.failure = null;
+    lua.lua_sethook(L, hook, lua.LUA_MASKCOUNT, HOOK_EVERY);
+    let status: number;
+    try {
+      status = lua.lua_pcall(L, nargs, lua.LUA_MULTRET, 0);
+    } finally {
+      active = previous;
+    }
+    if (status === lua.LUA_OK && !this.exhausted) return { ok: true, results: lua.lua_gettop(L) - base };
+    const failure = this.failure as { kind: FailureKind; message: string } | null;
+    const message = failure?.message ?? errorText(L, -1);
+    const kind = failure?.kind ?? 'error';
+    lua.lua_settop(L, base);
+    return { ok: false, kind, message };
+  }
+
+  /** Compiles text (never binary) onto the stack; a syntax error comes back as a failure. */
+  compile(text: string, chunkName: string): { ok: true } | { ok: false; message: string } {
+    const L = this.L;
+    const status = lauxlib.luaL_loadbufferx(L, to_luastring(text), null, to_luastring(chunkName), to_luastring('t'));
+    if (status === lua.LUA_OK) return { ok: true };
+    const message = errorText(L, -1);
+    lua.lua_pop(L, 1);
+    return { ok: false, message };
+  }
+
+  /** `load(chunk [, name [, mode [, env]]])`, text only, compile cost charged to the budget. */
+  private load(L: any): number {
+    if (lua.lua_type(L, 1) !== lua.LUA_TSTRING) {
+      lua.lua_pushnil(L);
+      lua.lua_pushliteral(L, 'load accepts only a string chunk');
+      return 2;
+    }
+    const chunk = lua.lua_tostring(L, 1);
+    this.charge(L, chunk.length);
+    const name = lua.lua_type(L, 2) === lua.LUA_TSTRING ? lua.lua_tostring(L, 2) : chunk;
+    const status = lauxlib.luaL_loadbufferx(L, chunk, null, name, to_luastring('t'));
+    if (status !== lua.LUA_OK) {
+      lua.lua_pushnil(L);
+      lua.lua_insert(L, -2);
+      return 2;
+    }
+    if (!lua.lua_isnoneornil(L, 4)) {
+      lua.lua_pushvalue(L, 4);
+      if (!lua.lua_setupvalue(L, -2, 1)) lua.lua_pop(L, 1);
+    }
+    return 1;
+  }
+
+  /** The game-directory `require` of lua-scripting 2.10. */
+  private require(L: any): number {
+    if (lua.lua_type(L, 1) !== lua.LUA_TSTRING) return lauxlib.luaL_error(L, to_luastring('require expects a module name string'));
+    const name: string = lua.lua_tojsstring(L, 1);
+    if (!MODULE_NAME.test(name)) return lauxlib.luaL_error(L, to_luastring(`invalid module name '${name.slice(0, 80)}'`));
+    if (lua.lua_getglobal(L, to_luastring(MODULE_CACHE)) !== lua.LUA_TTABLE) {
+      return lauxlib.luaL_error(L, to_luastring(`module cache ${MODULE_CACHE} is not a table`));
+    }
+    const cacheIndex = lua.lua_gettop(L);
+    if (lua.lua_getfield(L, cacheIndex, to_luastring(name)) !== lua.LUA_TNIL) return 1;
+    lua.lua_pop(L, 1);
+    const path = (this.baseDir ? this.baseDir + '/' : '') + name.replace(/\./g, '/') + '.lua';
+    const text = this.source.read(path);
+    if (text === null) return lauxlib.luaL_error(L, to_luastring(`module '${name}' not found (require_not_found)`));
+    this.charge(L, text.length);
+    const status = lauxlib.luaL_loadbufferx(L, to_luastring(text), null, to_luastring('@' + path), to_luastring('t'));
+    if (status !== lua.LUA_OK) {
+      return lauxlib.luaL_error(L, to_luastring(`module '${name}' failed to compile (require_failed): ${errorText(L, -1)}`));
+    }
+    lua.lua_call(L, 0, 1);
+    if (lua.lua_isnil(L, -1)) {
+      lua.lua_pop(L, 1);
+      lua.lua_pushboolean(L, true);
+    }
+    lua.lua_pushvalue(L, -1);
+    lua.lua_setfield(L, cacheIndex, to_luastring(name));
+    return 1;
+  }
+
+  /** Reads a global for the loader; leaves nothing on the stack. */
+  globalType(name: string): number {
+    const t = lua.lua_getglobal(this.L, to_luastring(name));
+    lua.lua_pop(this.L, 1);
+    return t;
+  }
+}
+
+/**
+ * Wall-clock bound that backs an instruction budget up: lua-scripting 9.3's
+ * numbers (500 ms for tick-sized budgets, 200 ms for the rest).
+ */
+export function timeLimitFor(budget: number): number {
+  return budget >= 1_000_000 ? 500 : 200;
+}
+
+/** Text of the error value at `index` (Lua errors can be any value). */
+export function errorText(L: any, index: number): string {
+  const t = lua.lua_type(L, index);
+  if (t === lua.LUA_TSTRING || t === lua.LUA_TNUMBER) return String(lua.lua_tojsstring(L, index));
+  return `(error object is a ${lua.lua_typename(L, t) ? fengari.to_jsstring(lua.lua_typename(L, t)) : 'unknown'} value)`;
+}
