@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { App } from '../handlers/app';
 import { MAX_BODY_BYTES } from '../handlers/body';
+import { jsonBodies } from '../handlers/http';
 import { ApiError } from '../runtime/errors';
 import type { IdSource } from '../runtime/ids';
 
@@ -46,7 +47,8 @@ export function nodeHandler(options: AdapterOptions) {
     const request = new Request(url, { method: req.method ?? 'GET', headers, ...(body ? { body: body as unknown as BodyInit } : {}) });
 
     const response = await app.fetch(request, { ip, requestId, secure });
-    const out = Buffer.from(await response.arrayBuffer());
+    const text = jsonBodies.get(response);
+    const out = text !== undefined ? Buffer.from(text) : Buffer.from(await response.arrayBuffer());
     const head: Record<string, string | string[]> = {};
     response.headers.forEach((value, key) => {
       if (key === 'set-cookie') return;

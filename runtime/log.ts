@@ -16,13 +16,26 @@ export interface Logger {
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 const SECRET_KEY = /token|password|secret|authorization|cookie|pepper|api_key|verifier|csrf/i;
+// Log keys repeat endlessly; remember each verdict instead of re-testing it.
+const verdicts = new Map<string, boolean>();
+function isSecretKey(key: string): boolean {
+  let v = verdicts.get(key);
+  if (v === undefined) {
+    v = SECRET_KEY.test(key);
+    if (verdicts.size < 10_000) verdicts.set(key, v);
+  }
+  return v;
+}
 
 export function redact(value: unknown, depth = 0): unknown {
   if (depth > 6 || value === null || typeof value !== 'object') return value;
   if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? '[redacted]' : redact(v, depth + 1);
+  for (const k in value) {
+    const v = (value as Record<string, unknown>)[k];
+    out[k] = isSecretKey(k) ? '[redacted]' : redact(v, depth + 1);
+  }
   return out;
 }
 

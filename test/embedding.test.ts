@@ -23,7 +23,7 @@ beforeAll(async () => {
     ],
     serviceBindings: {
       // The embedding host's database: statements arrive over the binding.
-      DB: async (request) => {
+      DB: async (request: Request) => {
         const { sql, params } = (await request.json()) as { sql: string; params: unknown[] };
         statements++;
         try {
