@@ -10,7 +10,7 @@
  *   vm.join(playerId, ctx)          -> JoinResult (refusal is a normal answer)
  *   vm.input(playerId, input)       -> queued; applied at the next tick in arrival order
  *   vm.tick()                       -> TickResult: inputs, hot-reload check, tick(state), finish check
- *   vm.views()                      -> Map playerId -> `match.state` payload as JSON text (never throws)
+ *   vm.viewJson(playerId)           -> that player's `match.state` payload as JSON text (never throws)
  *   vm.leave(playerId)              -> CallResult (the player is gone either way)
  *   vm.finished()                   -> null | { result }
  *   vm.close()
@@ -165,12 +165,13 @@ export interface MatchRuntime {
   input(playerId: string, input: JsonObject): void;
   tick(): TickResult;
   /**
-   * After a tick that did not finish: each roster member's `match.state`
-   * payload as JSON text (`{}` when `get_state` fails or returns a non-table;
-   * the shared strategy computes one view for all). A view over 1 MiB ends
-   * the match with `state_too_large`: check `finished()` afterwards.
+   * After a tick that did not finish: the player's `match.state` payload as
+   * JSON text (`{}` when `get_state` fails or returns a non-table). The
+   * shared strategy calls `get_state(state)` once per tick and returns the
+   * same text to everybody. A view over 1 MiB ends the match with
+   * `state_too_large` and returns `{}`: check `finished()` after the views.
    */
-  views(): Map<string, string>;
+  viewJson(playerId: string): string;
   finished(): MatchOutcome | null;
   /** Re-evaluates the script now (hot reload). The state survives; a broken file keeps the old code. */
   reload(): { ok: true } | { ok: false; error: string };

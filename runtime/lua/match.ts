@@ -60,6 +60,8 @@ export class MatchVm implements MatchRuntime {
   private ticks = 0;
   private readonly suppressed = new Map<string, number>();
   private closed = false;
+  /** The shared strategy's view of the current tick. */
+  private sharedView: string | null = null;
 
   private constructor(options: MatchVmOptions) {
     this.options = options;
@@ -172,6 +174,7 @@ export class MatchVm implements MatchRuntime {
   }
 
   tick(): TickResult {
+    this.sharedView = null;
     let inputFailures = 0;
     // Inputs first, in arrival order, with the code they were sent against.
     const queued = this.queue.splice(0, this.queue.length);
@@ -196,25 +199,13 @@ export class MatchVm implements MatchRuntime {
     return { inputFailures, tick, finished: this.outcome };
   }
 
-  /**
-   * The `match.state` payloads for this tick, one per roster member (the
-   * shared strategy computes one and hands it to all). Call after `tick()`
-   * while the match is not finished. An oversized view finishes the match
-   * with `state_too_large`; check `finished()` afterwards.
-   */
-  views(): Map<string, string> {
-    const out = new Map<string, string>();
-    if (this.outcome) return out;
+  viewJson(playerId: string): string {
+    if (this.outcome) return EMPTY_VIEW;
     if (this.mode.state_strategy === 'shared') {
-      const view = this.view(null);
-      for (const playerId of this.roster.keys()) out.set(playerId, view);
-    } else {
-      for (const [playerId, id] of this.roster) {
-        out.set(playerId, this.view(id));
-        if (this.outcome) return new Map();
-      }
+      this.sharedView ??= this.view(null);
+      return this.sharedView;
     }
-    return out;
+    return this.view(this.roster.get(playerId) ?? luaString(playerId));
   }
 
   private view(id: Uint8Array | null): string {
