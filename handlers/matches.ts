@@ -1,0 +1,57 @@
+import { getMatchRecord, listMatchRecords, type LiveMatchFilter } from '../runtime/matches';
+import { json, requirePlayer, type Route } from './http';
+
+/**
+ * Match history and live matches (spec 4.4, rest-payloads 4). No roster is
+ * ever returned here; joining happens over the WebSocket.
+ */
+export const matchRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/matches',
+    handler: async (request, ctx, call) => {
+      requirePlayer(call);
+      const q = new URL(request.url).searchParams;
+      const matches = await listMatchRecords(ctx.db, {
+        ...(q.has('mode') ? { mode: q.get('mode')! } : {}),
+        ...(q.has('status') ? { status: q.get('status')! } : {}),
+        ...(q.has('before') ? { before: q.get('before')! } : {}),
+        limit: queryLimit(q.get('limit'), 50, 200),
+      });
+      return json({ matches });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/matches/live',
+    handler: async (request, ctx, call) => {
+      requirePlayer(call);
+      const q = new URL(request.url).searchParams;
+      // Boolean filters count only for the literal strings (rest-payloads 0.4).
+      const filter: LiveMatchFilter = {};
+      if (q.has('mode')) filter.mode = q.get('mode')!;
+      if (q.get('has_capacity') === 'true') filter.hasCapacity = true;
+      const joinable = q.get('joinable');
+      if (joinable === 'true' || joinable === 'false') filter.joinable = joinable === 'true';
+      return json({ matches: ctx.live.matches.list(filter) });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/matches/:id',
+    handler: async (request, ctx, call) => {
+      requirePlayer(call);
+      return json(await getMatchRecord(ctx.db, request.params.id!));
+    },
+  },
+];
+
+/**
+ * A `limit` query parameter (rest-payloads 0.4): missing or not an integer
+ * means the default, anything else is clamped to 1..max; never an error.
+ */
+export function queryLimit(raw: string | null, fallback: number, max: number): number {
+  const n = raw !== null && /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isSafeInteger(n)) return fallback;
+  return Math.min(max, Math.max(1, n));
+}
