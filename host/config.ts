@@ -57,7 +57,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
     host: e.HOST,
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: path.resolve(cwd, e.SVC_DATA_DIR),
-    gameDir: path.resolve(cwd, e.GAME_DIR ?? DEFAULT_GAME_DIR),
+    gameDir: path.resolve(cwd, e.GAME_DIR ?? settings.game_dir ?? DEFAULT_GAME_DIR),
     configFile,
     settings,
     notices,

@@ -4,6 +4,9 @@ import { startServer } from './server';
 import { jsonLogger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
 import { effectiveRegistration } from '../runtime/registration';
+import { MatchVm } from '../runtime/lua/match';
+import type { OperatorModes } from '../runtime/lua/api';
+import { loadGameDirectory, type LoadedGame } from './game';
 import { mkdirSync } from 'node:fs';
 
 /** CLI entry of dist/host.mjs: `npm start`, `npm run migrate`. */
@@ -18,6 +21,15 @@ async function main(): Promise<void> {
   }
   const log = jsonLogger((line) => process.stdout.write(line + '\n'), config.settings.log_level);
   for (const n of config.notices) log.warn('setting_notice', { key: n.key, message: n.message });
+
+  let game: LoadedGame;
+  try {
+    game = loadGameDirectory(config.gameDir, config.settings.game_modes as OperatorModes, log);
+  } catch (err) {
+    process.stderr.write(`svc: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  const budgets = { heavy: config.settings.lua_instruction_budget.init_tick, light: config.settings.lua_instruction_budget.other };
 
   let database: OpenDatabase;
   if (config.databaseUrl) {
@@ -34,7 +46,16 @@ async function main(): Promise<void> {
     return;
   }
 
-  const running = await startServer({ settings: config.settings, database, port: config.port, host: config.host, log });
+  const running = await startServer({
+    settings: config.settings,
+    database,
+    port: config.port,
+    host: config.host,
+    log,
+    game: { registration: () => game.info.registration, guestAuth: () => game.info.guestAuth },
+    live: { game, createVm: (options) => MatchVm.create({ ...options, budgets }) },
+  });
+  running.onShutdown(() => game.close());
   log.info('listening', { port: running.port, host: config.host, database: database.kind, game_dir: config.gameDir });
   // After the game directory is loaded: a script declaration narrows an unset operator posture.
   log.info('registration_mode', effectiveRegistration(running.ctx));

@@ -51,6 +51,16 @@ export type RegistrationMode = 'open' | 'oauth_only' | 'closed';
 
 const positiveInt = z.number().int().positive();
 const rateRule = z.object({ limit: positiveInt, window: positiveInt }).strict();
+const gameModeEntry = z
+  .object({
+    listed: z.boolean().optional(),
+    quick_play: z.boolean().optional(),
+    match_size: positiveInt.optional(),
+    max_players: positiveInt.optional(),
+    min_players: positiveInt.optional(),
+    strategy: z.string().min(1).optional(),
+  })
+  .catchall(z.json());
 
 const rawSchema = z
   .object({
@@ -88,6 +98,18 @@ const rawSchema = z
     matchmaker_max_queue: positiveInt.default(10_000),
     /** `skill_based`: the skill window widens by 50 per this much waiting (lua-scripting 10). */
     matchmaker_skill_widen_ms: positiveInt.default(5000),
+    /** The game directory when env GAME_DIR is unset (decision 16). */
+    game_dir: z.string().min(1).optional(),
+    /**
+     * Per-mode overrides of the game script's globals (lua-scripting 2.7),
+     * key by key; the whole entry also reaches the script's `init(config)`.
+     */
+    game_modes: z.record(z.string().min(1).max(64), gameModeEntry).default({}),
+    /** VM instructions one Lua callback may run (decision 4). */
+    lua_instruction_budget: z
+      .object({ init_tick: positiveInt.default(1_000_000), other: positiveInt.default(200_000) })
+      .strict()
+      .default({ init_tick: 1_000_000, other: 200_000 }),
   })
   .strict();
 
