@@ -2,7 +2,7 @@ import { Router } from 'itty-router';
 import type { Ctx } from '../runtime/context';
 import { ApiError, rateLimited } from '../runtime/errors';
 import type { RateLimitGroup } from '../runtime/settings';
-import { bearerOf, errorResponse, type ApiRequest, type Call, type Route } from './http';
+import { bearerOf, errorResponse, SECURITY_HEADERS, type ApiRequest, type Call, type Route } from './http';
 import { allRoutes } from './routes';
 
 export interface RequestMeta {
@@ -30,13 +30,13 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
   return {
     async fetch(request, meta) {
       const started = ctx.clock.now();
-      const url = new URL(request.url);
+      const path = pathOf(request.url);
       const call: Call = {
         requestId: meta.requestId,
         ip: meta.ip,
         bearer: null,
         principal: null,
-        secure: meta.secure ?? url.protocol === 'https:',
+        secure: meta.secure ?? request.url.startsWith('https:'),
       };
       let response: Response;
       let route = '(none)';
@@ -45,17 +45,17 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
           response = preflight(request, corsOrigins);
         } else {
           if (!ctx.readiness.ready()) throw new ApiError('not_ready');
-          const isOps = url.pathname.startsWith('/api/v1/ops');
+          const isOps = path.startsWith('/api/v1/ops');
           call.bearer = isOps ? null : bearerOf(request);
           if (call.bearer) call.principal = await ctx.auth.resolve(call.bearer);
 
-          const group = rateGroup(request.method, url.pathname);
+          const group = rateGroup(request.method, path);
           const decision = ctx.limits.take(group, call.principal ? `p:${call.principal.playerId}` : `ip:${call.ip}`);
           if (!decision.ok) throw rateLimited(decision.retryAfterMs);
 
           const routed = (await router.fetch(request as ApiRequest, ctx, call)) as Response | undefined;
           route = (request as ApiRequest).route ?? route;
-          if (!routed) throw new ApiError('not_found', `No route for ${request.method} ${url.pathname}.`);
+          if (!routed) throw new ApiError('not_found', `No route for ${request.method} ${path}.`);
           response = routed;
         }
       } catch (err) {
@@ -87,6 +87,14 @@ export function rateGroup(method: string, path: string): RateLimitGroup {
 
 const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|Connection terminated|connection is closed|terminating connection|ENOTFOUND|timeout exceeded when trying to connect/i;
 
+/** The path of an absolute URL, without parsing the whole URL (the router parses it once). */
+function pathOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  if (start < 0) return '/';
+  const end = url.search(/[?#]/);
+  return url.slice(start, end < 0 ? undefined : end);
+}
+
 function failure(err: unknown, ctx: Ctx, call: Call, request: Request): Response {
   if (err instanceof ApiError) return errorResponse(err);
   const code = typeof err === 'object' && err !== null ? String((err as { code?: unknown }).code ?? '') : '';
@@ -98,24 +106,16 @@ function failure(err: unknown, ctx: Ctx, call: Call, request: Request): Response
   ctx.log.error('unhandled_exception', {
     request_id: call.requestId,
     method: request.method,
-    path: new URL(request.url).pathname,
+    path: pathOf(request.url),
     error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err),
   });
   return errorResponse(new ApiError('internal', undefined, { request_id: call.requestId }));
 }
 
-const SECURITY_HEADERS: Record<string, string> = {
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-  'cross-origin-resource-policy': 'same-origin',
-  'cache-control': 'no-store',
-};
-
 function decorate(response: Response, request: Request, call: Call, corsOrigins: Set<string>): void {
   const h = response.headers;
-  for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!h.has(k)) h.set(k, v);
+  // json() responses carry them already; anything else gets them here.
+  if (!h.has('x-content-type-options')) for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!h.has(k)) h.set(k, v);
   if (call.secure) h.set('strict-transport-security', 'max-age=31536000; includeSubDomains');
   h.set('x-request-id', call.requestId);
   const origin = request.headers.get('origin');

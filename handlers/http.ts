@@ -25,7 +25,17 @@ export interface Route {
   handler: Handler;
 }
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
+/** On every response; `json()` bakes them in, the pipeline adds them to any other. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'cross-origin-resource-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', ...SECURITY_HEADERS };
 
 /**
  * The serialised body of every response made by `json()`. Reading a fetch
