@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Ctx, LiveState } from '../runtime/context';
 import type { GameInfo } from '../runtime/lua/api';
+import { MatchVm } from '../runtime/lua/match';
 import { MatchHost, type GameHandle, type VmFactory } from './matches';
 import { Matchmaker } from './matchmaker';
 import { RpcRegistry } from './rpc';
@@ -10,7 +11,7 @@ import { Gateway } from './ws';
 export interface LiveOptions {
   /** The loaded game directory; without one the node declares no modes. */
   game?: GameHandle | null;
-  /** Builds a match VM; the Lua runtime's `MatchVm.create` in production. */
+  /** Builds a match VM; the Lua runtime's `MatchVm.create` unless a test swaps it. */
   createVm?: VmFactory;
 }
 
@@ -34,11 +35,8 @@ export class LiveHost implements LiveState {
 
   start(ctx: Ctx, server: Server): void {
     const gateway = new Gateway(ctx);
-    const createVm = this.options.createVm;
-    if (!createVm && this.options.game) throw new Error('a game directory needs a match VM factory');
-    const matches = new MatchHost(ctx, gateway.sessions, this.options.game ?? NO_GAME, createVm ?? (() => {
-      throw new Error('no match VM factory');
-    }));
+    const createVm = this.options.createVm ?? ((o) => MatchVm.create(o));
+    const matches = new MatchHost(ctx, gateway.sessions, this.options.game ?? NO_GAME, createVm);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
     const rpc = new RpcRegistry(ctx);
     matches.attach(gateway);

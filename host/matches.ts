@@ -27,6 +27,8 @@ interface LiveMatch {
   status: LiveMatchStatus;
   /** Join order; the roster stays intact through the finished linger so broadcasts still arrive. */
   roster: Set<string>;
+  /** Everyone ever admitted, for the finished record. */
+  everJoined: Set<string>;
   joinable: boolean;
   startedAt: Date | null;
   slot: number;
@@ -163,6 +165,7 @@ export class MatchHost implements LiveMatches {
       vm: undefined as unknown as MatchRuntime,
       status: 'waiting',
       roster: new Set(),
+      everJoined: new Set(),
       joinable: true,
       startedAt: null,
       slot: -1,
@@ -216,6 +219,7 @@ export class MatchHost implements LiveMatches {
     const previous = this.#byPlayer.get(playerId);
     if (previous && previous !== match) this.leave(playerId);
     match.roster.add(playerId);
+    match.everJoined.add(playerId);
     this.#byPlayer.set(playerId, match);
     if (match.status === 'waiting' && match.roster.size >= match.mode.min_players) this.#run(match);
     return this.#info(match);
@@ -388,7 +392,7 @@ export class MatchHost implements LiveMatches {
       id: match.id,
       mode: match.mode.name,
       status: 'finished',
-      players: [...match.roster],
+      players: [...match.everJoined],
       result,
       startedAt: match.startedAt,
       finishedAt,

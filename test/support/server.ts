@@ -4,6 +4,7 @@ import { startServer, type RunningServer, type ServerOptions } from '../../host/
 import type { OpenDatabase } from '../../host/database';
 import type { Route } from '../../handlers/http';
 import { allRoutes } from '../../handlers/routes';
+import { loadGameDirectory } from '../../host/game';
 import { freshDatabase } from './database';
 
 /** Test configuration raises the per-IP buckets as spec part 8 describes. */
@@ -34,6 +35,8 @@ export interface TestServerOptions {
   migrate?: ServerOptions['migrate'];
   /** Resolve once migrations finished (default true). */
   waitReady?: boolean;
+  /** A game directory (host/game.ts) whose modes the real-time host serves. */
+  gameDir?: string;
 }
 
 export async function startTestServer(raw: RawSettings = {}, options: TestServerOptions = {}): Promise<TestServer> {
@@ -41,13 +44,16 @@ export async function startTestServer(raw: RawSettings = {}, options: TestServer
   const database = options.database ?? (await freshDatabase());
   const logs: Record<string, unknown>[] = [];
   const log = options.log ?? jsonLogger((line) => logs.push(JSON.parse(line)), 'debug');
+  const game = options.gameDir ? loadGameDirectory(options.gameDir, {}, log) : null;
   const running = await startServer({
     settings,
     database,
     log: log ?? silentLogger,
+    ...(game ? { live: { game } } : {}),
     ...(options.extraRoutes ? { routes: [...allRoutes(), ...options.extraRoutes] } : {}),
     ...(options.migrate ? { migrate: options.migrate } : {}),
   });
+  if (game) running.onShutdown(() => game.close());
   if (options.waitReady !== false) await running.ready;
   return {
     ...running,
