@@ -68,4 +68,24 @@ describe('the handler library embedded in workerd', () => {
     expect(await res.json()).toEqual({ status: 'ok', database: 'ok' });
     expect(statements).toBeGreaterThan(before);
   });
+
+  it('reads request bodies under the same rules as the Node host', async () => {
+    const chunked = await mf.dispatchFetch('http://svc.example/api/v1/auth/login', { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    expect(chunked.status).toBe(411);
+    expect(((await chunked.json()) as { error: { code: string } }).error.code).toBe('length_required');
+    const bad = await mf.dispatchFetch('http://svc.example/api/v1/auth/login', {
+      method: 'POST',
+      body: '{"username":',
+      headers: { 'content-type': 'application/json', 'content-length': '12' },
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+    const missing = await mf.dispatchFetch('http://svc.example/api/v1/auth/login', {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json', 'content-length': '2' },
+    });
+    expect(missing.status).toBe(400);
+    expect(((await missing.json()) as { error: { code: string; details: { field: string } } }).error).toMatchObject({ code: 'missing_field', details: { field: 'username' } });
+  });
 });

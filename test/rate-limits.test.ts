@@ -93,3 +93,22 @@ describe('HTTP rate limiting', () => {
     expect((await trusted.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '203.0.113.1, 203.0.113.3' } })).status).toBe(200);
   });
 });
+
+describe('bucket keys', () => {
+  it('keys on the player when a valid Bearer token is present, else on the peer address', async () => {
+    const s = await server({ rate_limits: { api: { limit: 2, window: 60_000 } } });
+    const a = (await s.call('POST', '/api/v1/auth/register', { body: { username: 'bucket_a', password: 'password-a1' } })).body;
+    const b = (await s.call('POST', '/api/v1/auth/register', { body: { username: 'bucket_b', password: 'password-b1' } })).body;
+    expect(a.access_token).toBeTypeOf('string');
+    for (let i = 0; i < 2; i++) expect((await s.call('GET', `/api/v1/players/${a.player_id}`, { token: a.access_token })).status).toBe(200);
+    expect((await s.call('GET', `/api/v1/players/${a.player_id}`, { token: a.access_token })).status).toBe(429);
+    // Same address, other player: its own bucket.
+    expect((await s.call('GET', `/api/v1/players/${a.player_id}`, { token: b.access_token })).status).toBe(200);
+    // Same address, no token: the address's bucket, untouched by the players.
+    expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+    expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+    expect((await s.call('GET', '/api/v1/health')).status).toBe(429);
+    // An invalid token falls back to the address, so it cannot buy a fresh bucket.
+    expect((await s.call('GET', '/api/v1/health', { token: 'not-a-real-token' })).status).toBe(429);
+  });
+});
