@@ -56,6 +56,7 @@ export function pushJson(L: any, value: unknown, depth = 0): void {
   } else if (depth >= MAX_DEPTH) {
     lua.lua_pushstring(L, luaString('too_deep'));
   } else if (Array.isArray(value)) {
+    lua.lua_checkstack(L, 3);
     lua.lua_createtable(L, value.length, 0);
     for (let i = 0; i < value.length; i++) {
       const item = value[i];
@@ -64,6 +65,7 @@ export function pushJson(L: any, value: unknown, depth = 0): void {
       lua.lua_rawseti(L, -2, i + 1);
     }
   } else if (typeof value === 'object') {
+    lua.lua_checkstack(L, 3);
     lua.lua_createtable(L, 0, 4);
     for (const key in value as Record<string, unknown>) {
       const item = (value as Record<string, unknown>)[key];
@@ -106,7 +108,7 @@ function encodeTable(L: any, index: number, depth: number, ancestors: Set<unknow
   const identity = lua.lua_topointer(L, index);
   if (ancestors.has(identity)) throw new MarshalError('cyclic table cannot be encoded');
   ancestors.add(identity);
-  lua.luaL_checkstack?.(L, 4, null);
+  if (!lua.lua_checkstack(L, 4)) throw new MarshalError('Lua stack exhausted while encoding');
 
   // One pass collects entries; the shape (array or object) is decided after.
   const keys: (string | number)[] = [];

@@ -105,12 +105,12 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
       if (RESERVED_LEAVES.has(event)) return envelopeError(L, `game.broadcast: '${event}' is a reserved event name`);
       const encoded = lua.lua_type(L, 2) === lua.LUA_TTABLE ? jsonArg(L, 2) : { value: {} };
       if (!encoded) {
-        services.log.warn('game_broadcast_rejected', { match_id: matchId, event, reason: 'unencodable' });
+        services.log.warn('game_broadcast_rejected', { match_id: matchId, leaf: event, reason: 'unencodable' });
         return pushTrue(L);
       }
       const payload: JsonObject = isObjectJson(encoded.value) ? encoded.value : {};
       if (JSON.stringify(payload).length > BROADCAST_LIMIT_BYTES) {
-        services.log.warn('game_broadcast_rejected', { match_id: matchId, event, reason: 'too_large' });
+        services.log.warn('game_broadcast_rejected', { match_id: matchId, leaf: event, reason: 'too_large' });
         return pushTrue(L);
       }
       services.broadcast(event, payload);
