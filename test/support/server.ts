@@ -1,3 +1,4 @@
+import type { Clock } from '../../runtime/context';
 import { parseSettings, type RawSettings } from '../../runtime/settings';
 import { jsonLogger, silentLogger, type Logger } from '../../runtime/log';
 import { startServer, type RunningServer, type ServerOptions } from '../../host/server';
@@ -37,6 +38,8 @@ export interface TestServerOptions {
   waitReady?: boolean;
   /** A game directory (host/game.ts) whose modes the real-time host serves. */
   gameDir?: string;
+  /** A clock the test can move (timers still run on real time). */
+  clock?: Clock;
 }
 
 export async function startTestServer(raw: RawSettings = {}, options: TestServerOptions = {}): Promise<TestServer> {
@@ -50,6 +53,7 @@ export async function startTestServer(raw: RawSettings = {}, options: TestServer
     database,
     log: log ?? silentLogger,
     ...(game ? { live: { game } } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
     ...(options.extraRoutes ? { routes: [...allRoutes(), ...options.extraRoutes] } : {}),
     ...(options.migrate ? { migrate: options.migrate } : {}),
   });
