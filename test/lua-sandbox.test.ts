@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest';
+import { PASSIVE, vmOf } from './fixtures/games/harness';
+
+/** Evaluates `expr` inside tick and returns what get_state reports. */
+function probe(expr: string) {
+  const { vm } = vmOf(PASSIVE + `function tick(state) state.out = { ${expr} } return state end
+    function get_state(id, state) return { out = state.out } end`);
+  vm.init();
+  vm.join('a');
+  const r = vm.tick();
+  expect(r.tick).toEqual({ ok: true });
+  return JSON.parse(vm.viewJson('a')).out;
+}
+
+describe('sandbox surface (decision 11)', () => {
+  it.each([
+    ['io', 'io == nil'],
+    ['package', 'package == nil'],
+    ['dofile', 'dofile == nil'],
+    ['loadfile', 'loadfile == nil'],
+    ['loadstring', 'loadstring == nil'],
+    ['print', 'print == nil'],
+    ['os.execute', 'os.execute == nil'],
+    ['os.exit', 'os.exit == nil'],
+    ['os.getenv', 'os.getenv == nil'],
+    ['os.remove', 'os.remove == nil'],
+    ['os.rename', 'os.rename == nil'],
+    ['os.tmpname', 'os.tmpname == nil'],
+    ['debug.sethook', 'debug.sethook == nil'],
+    ['debug.getregistry', 'debug.getregistry == nil'],
+    ['debug.getupvalue', 'debug.getupvalue == nil'],
+    ['debug.setmetatable', 'debug.setmetatable == nil'],
+    ['string.dump', 'string.dump == nil'],
+    ['fengari js bridge', 'js == nil'],
+    ['collectgarbage("collect")', 'not pcall(collectgarbage, "collect")'],
+    ['collectgarbage()', 'not pcall(collectgarbage)'],
+    ['binary chunk', 'load("\\27Lua\\83\\0") == nil'],
+  ])('%s is gone', (_name, expr) => {
+    expect(probe(expr)).toEqual([true]);
+  });
+
+  it('keeps os.time/clock/date/difftime, debug.traceback, coroutine, collectgarbage("count"), text load', () => {
+    expect(
+      probe(`type(os.time()) == "number", type(os.clock()) == "number", type(os.date("%Y")) == "string",
+        type(os.difftime(2, 1)) == "number", type(debug.traceback()) == "string",
+        coroutine.wrap(function() coroutine.yield(7) end)() == 7, type(collectgarbage("count")) == "number",
+        load("return 1 + 1")() == 2`),
+    ).toEqual([true, true, true, true, true, true, true, true]);
+  });
+
+  it('math.random and math.sqrt follow lua-scripting 7.12', () => {
+    expect(
+      probe(`math.random(0) < 1, math.random(5) >= 1, math.random(3, 3.9) == 3, math.sqrt(-1) == 0.0,
+        math.type(math.random(4)) == "integer", pcall(math.random, 5, 1) == false`),
+    ).toEqual([true, true, true, true, true, true]);
+  });
+});
+
+describe('require (lua-scripting 2.10)', () => {
+  const files = {
+    'modes/duel.lua': PASSIVE + `local h = require("helpers.math")
+      function get_state(id, state)
+        local results = { h.double(21) }
+        for _, name in ipairs({ "../secret", "helpers/math", "x.", "1abc", "helpers.math\\n", "missing" }) do
+          local ok, err = pcall(require, name)
+          table.insert(results, ok and "loaded" or "refused")
+        end
+        table.insert(results, require("helpers.math") == h)
+        table.insert(results, pcall(require, 5) == false)
+        table.insert(results, require("helpers.nothing"))
+        return { r = results }
+      end`,
+    'modes/helpers/math.lua': 'return { double = function(x) return x * 2 end }',
+    'modes/helpers/nothing.lua': 'local x = 1',
+    'helpers/math.lua': 'return { double = function(x) return -1 end }',
+  };
+
+  it('resolves against the script directory, caches, refuses bad names and missing files', () => {
+    const { vm } = vmOf('', { files, mode: { file: 'modes/duel.lua' } });
+    vm.init();
+    vm.join('a');
+    vm.tick();
+    expect(JSON.parse(vm.viewJson('a')).r).toEqual([42, 'refused', 'refused', 'refused', 'refused', 'refused', 'refused', true, true, true]);
+  });
+});
+
+const CALLBACKS = ['init', 'join', 'leave', 'handle_input', 'tick', 'get_state'] as const;
+
+/** A script whose `target` callback runs `body` and whose other callbacks are normal. */
+function hostile(target: (typeof CALLBACKS)[number], body: string) {
+  const sig: Record<string, string> = {
+    init: 'init(config)',
+    join: 'join(id, state)',
+    leave: 'leave(id, state)',
+    handle_input: 'handle_input(id, input, state)',
+    tick: 'tick(state)',
+    get_state: 'get_state(id, state)',
+  };
+  const ret = target === 'init' ? 'return { n = 0 }' : target === 'get_state' ? 'return { n = state.n }' : 'return state';
+  return PASSIVE + `function get_state(id, state) return { n = state.n } end
+    function ${sig[target]} ${body} ${ret} end`;
+}
+
+/** Drives every callback once; returns what the target callback did. */
+function drive(target: (typeof CALLBACKS)[number], body: string) {
+  const { vm, recorded } = vmOf(hostile(target, body));
+  const init = vm.init();
+  if (target === 'init') return { result: init, vm, recorded };
+  const join = vm.join('a');
+  if (target === 'join') return { result: join, vm, recorded };
+  vm.join('b');
+  if (target === 'leave') return { result: vm.leave('b'), vm, recorded };
+  vm.input('a', {});
+  const tick = vm.tick();
+  if (target === 'handle_input') return { result: tick.inputFailures === 1 ? { ok: false } : { ok: true }, vm, recorded };
+  if (target === 'tick') return { result: tick.tick, vm, recorded };
+  const view = vm.viewJson('a');
+  return { result: view === '{}' ? { ok: false } : { ok: true }, vm, recorded };
+}
+
+const BOMBS: [string, string, string][] = [
+  ['infinite loop', 'while true do end', 'budget'],
+  ['loop under pcall', 'while true do pcall(function() while true do end end) end', 'budget'],
+  ['runtime error', 'error("scripted failure")', 'error'],
+  ['string doubling', 'local s = "x" while true do s = s .. s end', 'memory'],
+  ['string doubling under pcall', 'local s = "x" for i = 1, 64 do pcall(function() s = s .. s end) end', 'memory'],
+  ['string.rep 2^31', 'local s = string.rep("x", 2^31)', 'error'],
+  ['huge table.concat', 'local t = {} local s = string.rep("x", 1000000) for i = 1, 100 do t[i] = s end local r = table.concat(t)', 'memory'],
+  ['huge gsub', 'local s = string.rep("x", 100000) local r = s:gsub("x", "yyyyyyyyyyyyyyyyyyyy")', 'memory'],
+  ['deep recursion', 'local function f(n) return f(n + 1) + 1 end f(1)', 'memory'],
+  ['table growth', 'local t = {} local i = 0 while true do i = i + 1 t[i] = { i } end', 'budget'],
+  ['coroutine loop', 'coroutine.wrap(function() while true do end end)()', 'budget'],
+];
+
+describe('hostile scripts lose only the call', () => {
+  for (const target of CALLBACKS) {
+    for (const [name, body] of BOMBS) {
+      it(`${name} in ${target}`, () => {
+        const { result } = drive(target, body);
+        expect(result.ok).toBe(false);
+        // Another VM, and the node, carry on.
+        const healthy = vmOf(PASSIVE + `function tick(state) state.n = state.n + 1 return state end
+          function get_state(id, state) return { n = state.n } end`).vm;
+        healthy.init();
+        healthy.join('x');
+        healthy.tick();
+        expect(healthy.viewJson('x')).toBe('{"n":1}');
+      });
+    }
+  }
+
+  it.each(BOMBS)('%s reports its failure class', (_name, body, kind) => {
+    const { result } = drive('tick', body);
+    expect(result).toMatchObject({ ok: false, kind });
+  });
+
+  it('the failing VM keeps its state and works at its next call', () => {
+    const { vm } = vmOf(PASSIVE + `
+      function tick(state)
+        state.n = state.n + 1
+        if state.n == 2 then while true do end end
+        return state
+      end
+      function get_state(id, state) return { n = state.n } end`);
+    vm.init();
+    vm.join('a');
+    expect(vm.tick().tick.ok).toBe(true);
+    expect(vm.tick().tick).toMatchObject({ ok: false, kind: 'budget' });
+    expect(vm.tick().tick.ok).toBe(true);
+    expect(vm.viewJson('a')).toBe('{"n":3}');
+  });
+
+  it('a smaller configured budget applies', () => {
+    const script = PASSIVE + `function tick(state) for i = 1, 100000 do end return state end`;
+    const roomy = vmOf(script).vm;
+    roomy.init();
+    expect(roomy.tick().tick.ok).toBe(true);
+    const tight = vmOf(script, { budgets: { heavy: 50_000 } }).vm;
+    tight.init();
+    expect(tight.tick().tick).toMatchObject({ ok: false, kind: 'budget' });
+  });
+});
