@@ -50,7 +50,15 @@ export class TestSocket {
 
   /** The first frame (queued or future) that matches; rejects after `timeoutMs`. */
   next(match: string | ((f: Frame) => boolean) = () => true, timeoutMs = 5000): Promise<Frame> {
-    const pred = typeof match === 'string' ? (f: Frame) => f.type === match : match;
+    const test = typeof match === 'string' ? (f: Frame) => f.type === match : match;
+    // A predicate that throws on an unexpected shape simply does not match.
+    const pred = (f: Frame) => {
+      try {
+        return test(f);
+      } catch {
+        return false;
+      }
+    };
     const i = this.frames.findIndex(pred);
     if (i >= 0) return Promise.resolve(this.frames.splice(i, 1)[0]!);
     return new Promise((resolve, reject) => {
