@@ -1,0 +1,56 @@
+// Benchmark processes: a target (server) and a load generator, each a forked
+// child driven by request/reply messages keyed on `op`.
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export interface Child {
+  process: ChildProcess;
+  /** The child's first message (a target's `{port}`). */
+  first: any;
+  /** Sends `{op, ...data}` and resolves with the child's reply of the same op. */
+  request<T = any>(op: string, data?: Record<string, unknown>, timeoutMs?: number): Promise<T>;
+  stop(): void;
+}
+
+export async function child(file: string, args: string[] = [], nodeFlags: string[] = []): Promise<Child> {
+  const proc = fork(path.join(here, file), args, { execArgv: ['--import', 'tsx', ...nodeFlags], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiting = new Map<string, (m: any) => void>();
+  const first = await new Promise<any>((resolve, reject) => {
+    proc.once('message', resolve);
+    proc.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+  });
+  proc.on('message', (m: any) => {
+    const w = waiting.get(m.op);
+    if (w) {
+      waiting.delete(m.op);
+      w(m);
+    }
+  });
+  return {
+    process: proc,
+    first,
+    request(op, data = {}, timeoutMs = 300_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${file}: no reply to ${op} in ${timeoutMs} ms`)), timeoutMs);
+        waiting.set(op, (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        });
+        proc.send({ op, ...data });
+      });
+    },
+    stop() {
+      proc.kill();
+    },
+  };
+}
+
+export function table(title: string, head: string[], rows: (string | number)[][]): void {
+  console.log(`\n${title}\n`);
+  console.log(`| ${head.join(' | ')} |`);
+  console.log(`|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`);
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+}

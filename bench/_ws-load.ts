@@ -1,0 +1,145 @@
+// The load generator, in its own process so the target's event loop is
+// measured alone. Driven by the parent over IPC; every run is bounded in
+// connections and seconds, and talks to 127.0.0.1 only.
+import { WebSocket } from 'ws';
+
+const send = (m: unknown) => process.send!(m);
+
+interface Conn {
+  ws: WebSocket;
+  onFrame: ((text: string) => void) | null;
+}
+
+function open(port: number): Promise<Conn> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false });
+    const conn: Conn = { ws, onFrame: null };
+    ws.on('message', (data) => conn.onFrame?.(data.toString()));
+    ws.once('open', () => resolve(conn));
+    ws.once('error', reject);
+  });
+}
+
+/** Opens `n` sockets, `batch` at a time, authenticating each when tokens are given. */
+async function openAll(port: number, n: number, tokens: string[] | null, batch = 200): Promise<Conn[]> {
+  const conns: Conn[] = [];
+  for (let i = 0; i < n; i += batch) {
+    const opened = await Promise.all(Array.from({ length: Math.min(batch, n - i) }, () => open(port)));
+    if (tokens) {
+      await Promise.all(
+        opened.map(
+          (c, j) =>
+            new Promise<void>((resolve, reject) => {
+              c.onFrame = (text) => {
+                c.onFrame = null;
+                if (text.includes('session.connected')) resolve();
+                else reject(new Error(`connect failed: ${text}`));
+              };
+              c.ws.send(JSON.stringify({ type: 'session.connect', cid: '1', payload: { token: tokens[i + j] } }));
+            }),
+        ),
+      );
+    }
+    conns.push(...opened);
+  }
+  return conns;
+}
+
+function percentile(sorted: Float64Array, q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : 0;
+}
+
+let held: Conn[] = [];
+const matchCounters = { states: 0, finished: 0 };
+let inputTimer: ReturnType<typeof setInterval> | null = null;
+
+process.on('message', async (m: any) => {
+  if (m.op === 'heartbeat') {
+    const { port, tokens, connections, seconds, paceMs } = m;
+    const conns = await openAll(port, connections, tokens);
+    const frame = '{"type":"session.heartbeat","payload":{}}';
+    const rtts = new Float64Array(4_000_000);
+    let count = 0;
+    let errors = 0;
+    let running = true;
+    let inFlight = 0;
+    const start = performance.now();
+    const done = new Promise<void>((resolve) => {
+      for (const c of conns) {
+        let sentAt = 0;
+        const fire = () => {
+          if (!running) {
+            if (inFlight === 0) resolve();
+            return;
+          }
+          sentAt = performance.now();
+          inFlight++;
+          c.ws.send(frame);
+        };
+        c.onFrame = (text) => {
+          inFlight--;
+          const now = performance.now();
+          if (text.startsWith('{"type":"error"')) errors++;
+          else if (count < rtts.length) rtts[count++] = now - sentAt;
+          // Paced: the next heartbeat waits out the rest of the interval (stays under the server's 60 frames/s).
+          const wait = paceMs - (now - sentAt);
+          if (wait > 0) setTimeout(fire, wait);
+          else fire();
+        };
+        fire();
+      }
+    });
+    setTimeout(() => (running = false), seconds * 1000);
+    await done;
+    const elapsed = (performance.now() - start) / 1000;
+    const sorted = rtts.slice(0, count).sort();
+    for (const c of conns) c.ws.terminate();
+    send({ op: 'heartbeat', rate: count / elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), count, errors });
+  }
+
+  if (m.op === 'idle') {
+    held = await openAll(m.port, m.tokens ? m.tokens.length : m.count, m.tokens, 500);
+    send({ op: 'idle', open: held.length });
+  }
+
+  if (m.op === 'matches') {
+    // 2 sockets per match; the matchmaker pairs them into arenas.
+    const conns = await openAll(m.port, m.tokens.length, m.tokens, 500);
+    held = conns;
+    let matched = 0;
+    await new Promise<void>((resolve) => {
+      for (const c of conns) {
+        c.onFrame = (text) => {
+          if (text.startsWith('{"type":"match.state"')) matchCounters.states++;
+          else if (text.startsWith('{"type":"match.finished"')) matchCounters.finished++;
+          else if (text.startsWith('{"type":"match.matched"') && ++matched === conns.length) resolve();
+        };
+        c.ws.send('{"type":"matchmaker.add","payload":{"mode":"arena"}}');
+      }
+    });
+    // Each player steers twice a second, like a casual client.
+    let k = 0;
+    inputTimer = setInterval(() => {
+      for (let i = k % 5; i < conns.length; i += 5) {
+        const dx = Math.floor(Math.random() * 3) - 1;
+        const dy = Math.floor(Math.random() * 3) - 1;
+        conns[i]!.ws.send(`{"type":"match.input","payload":{"dx":${dx},"dy":${dy}}}`);
+      }
+      k++;
+    }, 100);
+    matchCounters.states = 0;
+    matchCounters.finished = 0;
+    send({ op: 'matches', matched });
+  }
+
+  if (m.op === 'counters') send({ op: 'counters', ...matchCounters });
+
+  if (m.op === 'release') {
+    if (inputTimer) clearInterval(inputTimer);
+    inputTimer = null;
+    for (const c of held) c.ws.terminate();
+    held = [];
+    send({ op: 'release' });
+  }
+});
+send({ op: 'ready' });
