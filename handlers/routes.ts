@@ -1,11 +1,21 @@
 import { authRoutes } from './auth';
+import { chatRoutes } from './chat';
+import { dmRoutes } from './dm';
+import { friendRoutes } from './friends';
+import { groupRoutes } from './groups';
 import { healthRoutes } from './health';
 import type { Route } from './http';
 import { matchmakerRoutes } from './matchmaker';
 import { matchRoutes } from './matches';
+import { notificationRoutes } from './notifications';
 import { playerRoutes } from './players';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
-  return [...healthRoutes, ...authRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes];
+  return [...healthRoutes, ...authRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...socialRoutes()];
+}
+
+/** Friends, groups, chat history, direct messages, notifications. */
+function socialRoutes(): Route[] {
+  return [...friendRoutes, ...groupRoutes, ...chatRoutes, ...dmRoutes, ...notificationRoutes];
 }

@@ -2,8 +2,10 @@ import type { Server } from 'node:http';
 import type { Ctx, LiveState } from '../runtime/context';
 import type { GameInfo } from '../runtime/lua/api';
 import { MatchVm } from '../runtime/lua/match';
+import { ChatHost } from './chat';
 import { MatchHost, type GameHandle, type VmFactory } from './matches';
 import { Matchmaker } from './matchmaker';
+import { PresenceHost } from './presence';
 import { RpcRegistry } from './rpc';
 import { SessionRegistry } from './sessions';
 import { Gateway } from './ws';
@@ -30,6 +32,8 @@ export class LiveHost implements LiveState {
   #matches: MatchHost | null = null;
   #matchmaker: Matchmaker | null = null;
   #rpc: RpcRegistry | null = null;
+  #chat: ChatHost | null = null;
+  #presence: PresenceHost | null = null;
 
   constructor(private readonly options: LiveOptions = {}) {}
 
@@ -42,12 +46,18 @@ export class LiveHost implements LiveState {
     matches.attach(gateway);
     matchmaker.attach(gateway);
     rpc.attach(gateway);
+    const chat = new ChatHost(ctx);
+    const presence = new PresenceHost(ctx, gateway.sessions);
+    chat.attach(gateway);
+    presence.attach(gateway);
     gateway.attach(server);
     matchmaker.start();
     this.#gateway = gateway;
     this.#matches = matches;
     this.#matchmaker = matchmaker;
     this.#rpc = rpc;
+    this.#chat = chat;
+    this.#presence = presence;
   }
 
   /** Shutdown: stop forming matches, close sockets with 1001, stop match loops. */
@@ -55,6 +65,7 @@ export class LiveHost implements LiveState {
     this.#matchmaker?.close();
     await this.#gateway?.close();
     this.#matches?.close();
+    this.#chat?.close();
   }
 
   get gateway(): Gateway {
@@ -71,6 +82,14 @@ export class LiveHost implements LiveState {
 
   get rpc(): RpcRegistry {
     return started(this.#rpc);
+  }
+
+  get chat(): ChatHost {
+    return started(this.#chat);
+  }
+
+  get presence(): PresenceHost {
+    return started(this.#presence);
   }
 
   push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number {

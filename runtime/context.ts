@@ -1,8 +1,10 @@
+import type { LiveChat } from './chat';
 import type { ClientGate } from './client-gate';
 import type { Db } from './database';
 import type { IdSource } from './ids';
 import type { Logger } from './log';
 import type { LiveMatches, LiveMatchmaker } from './matches';
+import type { LivePresence } from './presence';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
 
 /**
@@ -40,6 +42,10 @@ export interface LiveState {
   matches: LiveMatches;
   matchmaker: LiveMatchmaker;
   rpc: RpcDispatcher;
+  /** Chat channels running on this node (runtime/chat.ts). */
+  chat: LiveChat;
+  /** Who is online here and with what status (runtime/presence.ts); the ops stats read `onlineCount()`. */
+  presence: LivePresence;
 }
 
 /** Extension and game-script RPC methods (wire-protocol 12). */

@@ -84,6 +84,69 @@ export interface MatchRecordsTable {
   inserted_at: CreatedAt;
 }
 
+export interface FriendshipsTable {
+  id: string;
+  /** The requester (or, on a `blocked` row, the blocker). */
+  player_id: string;
+  friend_id: string;
+  status: 'pending' | 'accepted' | 'blocked';
+  inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface GroupsTable {
+  id: string;
+  name: string;
+  description: string | null;
+  max_members: number;
+  open: boolean;
+  /** Severed (null) when the creator is erased; the group stays. */
+  creator_id: string | null;
+  metadata: Json;
+  inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface GroupMembersTable {
+  id: string;
+  group_id: string;
+  player_id: string;
+  role: 'owner' | 'admin' | 'moderator' | 'member';
+  joined_at: Timestamp;
+}
+
+export interface GroupRequestsTable {
+  id: string;
+  group_id: string;
+  player_id: string;
+  /** `request`: the player asked to join; `invite`: an admin invited the player. */
+  kind: 'request' | 'invite';
+  invited_by: string | null;
+  inserted_at: CreatedAt;
+}
+
+export interface ChatMessagesTable {
+  id: string;
+  channel_type: string;
+  channel_id: string;
+  sender_id: string;
+  /** Direct messages only. */
+  recipient_id: string | null;
+  content: string;
+  metadata: Json;
+  sent_at: Timestamp;
+}
+
+export interface NotificationsTable {
+  id: string;
+  player_id: string;
+  type: string;
+  subject: string;
+  content: Json;
+  read: Generated<boolean>;
+  sent_at: Timestamp;
+}
+
 export interface Database {
   players: PlayersTable;
   player_identities: PlayerIdentitiesTable;
@@ -91,4 +154,10 @@ export interface Database {
   player_stats: PlayerStatsTable;
   ops_audit_entries: OpsAuditEntriesTable;
   match_records: MatchRecordsTable;
+  friendships: FriendshipsTable;
+  groups: GroupsTable;
+  group_members: GroupMembersTable;
+  group_requests: GroupRequestsTable;
+  chat_messages: ChatMessagesTable;
+  notifications: NotificationsTable;
 }

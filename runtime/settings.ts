@@ -105,6 +105,10 @@ const rawSchema = z
      * key by key; the whole entry also reaches the script's `init(config)`.
      */
     game_modes: z.record(z.string().min(1).max(64), gameModeEntry).default({}),
+    /** A chat channel with no live member stops (drops its in-memory buffer) after this long. */
+    chat_idle_stop_ms: positiveInt.default(60_000),
+    /** `chat.send` and `dm.send` frames one connection may send per window (inside the 60 frames/s cap). */
+    chat_send_rate: rateRule.default({ limit: 10, window: 1000 }),
     /** VM instructions one Lua callback may run (decision 4). */
     lua_instruction_budget: z
       .object({ init_tick: positiveInt.default(1_000_000), other: positiveInt.default(200_000) })

@@ -1,0 +1,30 @@
+import { channelHistory, chatMessageView, mayUseChannel, parseChannel } from '../runtime/chat';
+import { ApiError } from '../runtime/errors';
+import { json, requirePlayer, type Route } from './http';
+import { queryLimit } from './matches';
+
+/** Chat history (spec 4.11, rest-payloads 14): persisted messages, readable whether or not the channel runs. */
+export const chatRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/chat/:channel_id/history',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      let raw: string;
+      try {
+        raw = decodeURIComponent(request.params.channel_id!);
+      } catch {
+        raw = '';
+      }
+      const channel = parseChannel(raw);
+      // A malformed id and a channel the caller may not read answer alike.
+      if (!channel || !(await mayUseChannel(ctx, playerId, channel))) throw new ApiError('forbidden', 'You are not a member of that channel.');
+      const q = new URL(request.url).searchParams;
+      const rows = await channelHistory(ctx.db, channel.id, {
+        limit: queryLimit(q.get('limit'), 50, 200),
+        ...(q.has('before') ? { before: q.get('before')! } : {}),
+      });
+      return json({ messages: rows.map(chatMessageView) });
+    },
+  },
+];

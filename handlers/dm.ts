@@ -1,0 +1,35 @@
+import { dmHistory, sendDirectMessage } from '../runtime/dm';
+import { ApiError } from '../runtime/errors';
+import { readJsonObject } from './body';
+import { json, requirePlayer, type Route } from './http';
+import { queryLimit } from './matches';
+
+/** Direct messages (spec 4.11, rest-payloads 16). */
+export const dmRoutes: Route[] = [
+  {
+    method: 'POST',
+    path: '/api/v1/dm',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      const body = await readJsonObject(request);
+      for (const field of ['recipient_id', 'content'] as const) {
+        if (typeof body[field] !== 'string') throw new ApiError('invalid_payload', `Field '${field}' must be a string.`, { field });
+      }
+      return json(await sendDirectMessage(ctx, playerId, body.recipient_id as string, body.content as string));
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/dm/:player_id/history',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      const q = new URL(request.url).searchParams;
+      return json(
+        await dmHistory(ctx, playerId, request.params.player_id!, {
+          limit: queryLimit(q.get('limit'), 50, 200),
+          ...(q.has('before') ? { before: q.get('before')! } : {}),
+        }),
+      );
+    },
+  },
+];

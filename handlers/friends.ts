@@ -1,0 +1,54 @@
+import { answerFriend, listFriends, removeFriend, requestFriend } from '../runtime/friends';
+import { readJsonObject } from './body';
+import { json, requirePlayer, type Route } from './http';
+import { queryLimit } from './matches';
+
+/** Friends (spec 4.5, rest-payloads 7). */
+export const friendRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/friends',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      const q = new URL(request.url).searchParams;
+      const friends = await listFriends(
+        ctx.db,
+        playerId,
+        {
+          ...(q.has('status') ? { status: q.get('status')! } : {}),
+          ...(q.has('before') ? { before: q.get('before')! } : {}),
+          limit: queryLimit(q.get('limit'), 50, 200),
+        },
+        (id) => ctx.live.presence.get(id),
+      );
+      return json({ friends });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/friends',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      const body = await readJsonObject(request);
+      return json(await requestFriend(ctx, playerId, body.friend_id));
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/api/v1/friends/:friend_id',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      const body = await readJsonObject(request);
+      return json(await answerFriend(ctx, playerId, request.params.friend_id!, body.status));
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/friends/:friend_id',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      await removeFriend(ctx, playerId, request.params.friend_id!);
+      return json({ success: true });
+    },
+  },
+];

@@ -1,0 +1,40 @@
+import { deleteNotification, listNotifications, markNotificationRead } from '../runtime/notifications';
+import { json, requirePlayer, type Route } from './http';
+import { queryLimit } from './matches';
+
+/** Notifications (spec 4.11, rest-payloads 15): the caller's own only; anyone else's answers 404. */
+export const notificationRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api/v1/notifications',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      const q = new URL(request.url).searchParams;
+      const read = q.get('read');
+      const notifications = await listNotifications(ctx.db, playerId, {
+        limit: queryLimit(q.get('limit'), 50, 200),
+        ...(q.has('before') ? { before: q.get('before')! } : {}),
+        // Only the literal strings filter (rest-payloads 0.4): `read=false` lists the unread ones.
+        ...(read === 'true' || read === 'false' ? { read: read === 'true' } : {}),
+      });
+      return json({ notifications });
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/api/v1/notifications/:id/read',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      return json(await markNotificationRead(ctx.db, playerId, request.params.id!));
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/notifications/:id',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      await deleteNotification(ctx.db, playerId, request.params.id!);
+      return json({ success: true });
+    },
+  },
+];

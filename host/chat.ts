@@ -1,0 +1,194 @@
+import {
+  CHANNEL_BUFFER,
+  CHANNELS_PER_CONNECTION,
+  contentProblem,
+  mayUseChannel,
+  parseChannel,
+  storeChatMessage,
+  type ChatPush,
+  type LiveChat,
+  type WorldRoster,
+} from '../runtime/chat';
+import type { Ctx } from '../runtime/context';
+import { sendDirectMessage } from '../runtime/dm';
+import { FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
+import type { Session } from './sessions';
+import type { Gateway, Reply } from './ws';
+
+/** A channel with live members or recent traffic: its members and its last 100 messages. */
+interface RunningChannel {
+  id: string;
+  /** Joined sockets and the player each joined as (a socket that re-authenticates as someone else stops receiving). */
+  members: Map<Session, string>;
+  buffer: ChatPush[];
+  idleTimer: ReturnType<typeof setTimeout> | null;
+}
+
+/**
+ * Chat on the socket (wire-protocol 8 and 9): `chat.join`, `chat.leave`,
+ * `chat.send`, `dm.send`. Every message is persisted before it fans out, so
+ * what a member saw is in the history. A channel runs while it has members;
+ * once the last one leaves it stops after `chat_idle_stop_ms`, dropping its
+ * buffer (history stays readable over REST).
+ */
+export class ChatHost implements LiveChat {
+  readonly #channels = new Map<string, RunningChannel>();
+  readonly #joined = new WeakMap<Session, Set<string>>();
+  readonly #sendWindows = new WeakMap<Session, { start: number; count: number }>();
+  #worlds: WorldRoster | null = null;
+
+  constructor(private readonly ctx: Ctx) {}
+
+  attach(gateway: Gateway): void {
+    gateway.route('chat.join', { auth: true, handle: (s, f) => this.#join(s, f) });
+    gateway.route('chat.leave', { auth: true, handle: (s, f) => this.#leave(s, f) });
+    gateway.route('chat.send', { auth: true, handle: (s, f) => this.#send(s, f) });
+    gateway.route('dm.send', { auth: true, handle: (s, f) => this.#dm(s, f) });
+  }
+
+  /** The world host registers its roster here when it starts. */
+  setWorldRoster(roster: WorldRoster | null): void {
+    this.#worlds = roster;
+  }
+
+  worlds(): WorldRoster | null {
+    return this.#worlds;
+  }
+
+  deliver(message: ChatPush): void {
+    const channel = this.#running(message.channel_id);
+    channel.buffer.push(message);
+    if (channel.buffer.length > CHANNEL_BUFFER) channel.buffer.shift();
+    const text = JSON.stringify({ type: 'chat.message', payload: message });
+    for (const [session, playerId] of channel.members) if (session.playerId === playerId) session.sendText(text);
+  }
+
+  evict(playerId: string, channelId: string): void {
+    const channel = this.#channels.get(channelId);
+    if (!channel) return;
+    for (const [session, joinedAs] of [...channel.members]) if (joinedAs === playerId) this.#part(session, channel);
+  }
+
+  recent(channelId: string): readonly ChatPush[] | null {
+    return this.#channels.get(channelId)?.buffer ?? null;
+  }
+
+  /** Shutdown: no idle timer outlives the node. */
+  close(): void {
+    for (const channel of this.#channels.values()) if (channel.idleTimer) clearTimeout(channel.idleTimer);
+    this.#channels.clear();
+  }
+
+  #running(id: string): RunningChannel {
+    let channel = this.#channels.get(id);
+    if (!channel) {
+      channel = { id, members: new Map(), buffer: [], idleTimer: null };
+      this.#channels.set(id, channel);
+      this.#armIdle(channel);
+    }
+    return channel;
+  }
+
+  #armIdle(channel: RunningChannel): void {
+    if (channel.members.size > 0 || channel.idleTimer) return;
+    channel.idleTimer = setTimeout(() => {
+      if (channel.members.size === 0 && this.#channels.get(channel.id) === channel) this.#channels.delete(channel.id);
+    }, this.ctx.settings.chat_idle_stop_ms);
+    channel.idleTimer.unref();
+  }
+
+  #part(session: Session, channel: RunningChannel): void {
+    channel.members.delete(session);
+    this.#joined.get(session)?.delete(channel.id);
+    this.#armIdle(channel);
+  }
+
+  async #join(session: Session, frame: ClientFrame): Promise<Reply | null> {
+    const raw = isPlainObject(frame.payload) ? frame.payload.channel_id : undefined;
+    const channel = parseChannel(raw);
+    if (!channel) throw new FrameError('invalid_channel_id', { message: 'channel_id must be 1-256 bytes with a known prefix.' });
+    const playerId = session.playerId!;
+    if (!(await mayUseChannel(this.ctx, playerId, channel))) {
+      throw new FrameError('not_authorized', { message: 'You may not join that channel.', details: { channel_id: channel.id } });
+    }
+    let joined = this.#joined.get(session);
+    if (joined && joined.size >= CHANNELS_PER_CONNECTION) {
+      throw new FrameError('too_many_channels', { message: `A connection joins at most ${CHANNELS_PER_CONNECTION} channels.`, details: { limit: CHANNELS_PER_CONNECTION } });
+    }
+    // The socket closed or changed identity while membership was checked.
+    if (session.socket.readyState !== 1 || session.playerId !== playerId) return null;
+    if (!joined) {
+      joined = new Set();
+      this.#joined.set(session, joined);
+      session.socket.once('close', () => {
+        for (const id of this.#joined.get(session) ?? []) {
+          const c = this.#channels.get(id);
+          if (c) this.#part(session, c);
+        }
+      });
+    }
+    const running = this.#running(channel.id);
+    if (running.idleTimer) {
+      clearTimeout(running.idleTimer);
+      running.idleTimer = null;
+    }
+    running.members.set(session, playerId);
+    joined.add(channel.id);
+    return { type: 'chat.joined', payload: { channel_id: channel.id } };
+  }
+
+  #leave(session: Session, frame: ClientFrame): Reply {
+    const id = isPlainObject(frame.payload) ? frame.payload.channel_id : undefined;
+    if (typeof id !== 'string') throw new FrameError('unknown_type');
+    const channel = this.#channels.get(id);
+    if (channel && channel.members.has(session)) this.#part(session, channel);
+    return { type: 'chat.left', payload: { channel_id: id } };
+  }
+
+  /** Per-connection budget shared by `chat.send` and `dm.send` (setting `chat_send_rate`). */
+  #spend(session: Session): void {
+    const rule = this.ctx.settings.chat_send_rate;
+    const now = this.ctx.clock.now();
+    let w = this.#sendWindows.get(session);
+    if (!w || now - w.start >= rule.window) {
+      w = { start: now, count: 0 };
+      this.#sendWindows.set(session, w);
+    }
+    if (w.count >= rule.limit) {
+      const retry = Math.max(1, Math.ceil((w.start + rule.window - now) / 1000));
+      throw new FrameError('rate_limited', { message: 'Too many messages; slow down.', details: { retry_after: retry } });
+    }
+    w.count++;
+  }
+
+  async #send(session: Session, frame: ClientFrame): Promise<null> {
+    const p = frame.payload;
+    if (!isPlainObject(p) || !('channel_id' in p) || !('content' in p) || typeof p.channel_id !== 'string') {
+      throw new FrameError('invalid_payload', { message: 'chat.send needs a string channel_id and content.' });
+    }
+    const problem = contentProblem(p.content);
+    if (problem) throw new FrameError('invalid_payload', { message: `${problem}.`, details: { field: 'content' } });
+    this.#spend(session);
+    const playerId = session.playerId!;
+    const channel = parseChannel(p.channel_id);
+    if (!channel || !(await mayUseChannel(this.ctx, playerId, channel))) {
+      throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id: p.channel_id } });
+    }
+    const stored = await storeChatMessage(this.ctx.db, this.ctx, { channel, senderId: playerId, content: p.content as string });
+    this.deliver({ channel_id: stored.channel_id, sender_id: stored.sender_id, content: stored.content, sent_at: stored.sent_at });
+    return null;
+  }
+
+  async #dm(session: Session, frame: ClientFrame): Promise<Reply> {
+    const p = frame.payload;
+    if (!isPlainObject(p) || !('recipient_id' in p) || !('content' in p)) {
+      throw new FrameError('invalid_payload', { message: 'dm.send needs recipient_id and content.' });
+    }
+    if (typeof p.recipient_id !== 'string' || typeof p.content !== 'string') {
+      throw new FrameError('invalid_input', { message: 'recipient_id and content must be strings.' });
+    }
+    this.#spend(session);
+    const sent = await sendDirectMessage(this.ctx, session.playerId!, p.recipient_id, p.content);
+    return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
+  }
+}

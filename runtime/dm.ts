@@ -1,0 +1,59 @@
+import type { Ctx } from './context';
+import { byteLength } from './frames';
+import { ApiError } from './errors';
+import { isUuid } from './ids';
+import { channelHistory, CONTENT_MAX_BYTES, dmChannelId, parseChannel, storeChatMessage } from './chat';
+import { eitherBlocked } from './friends';
+
+/**
+ * Direct messages (spec 4.11, rest-payloads 16, wire-protocol 9). A DM is a
+ * chat message on `dm:<a>:<b>`, persisted in `chat_messages` with its
+ * recipient, pushed to the recipient as `dm.message` on every live socket and
+ * to anyone joined to the DM channel as `chat.message`. A block held by either
+ * player refuses the send (`dm.blocked`).
+ */
+
+export interface DmMessage {
+  id: string;
+  sender_id: string;
+  content: string;
+  /** Epoch ms, as the socket push carries it (rest-payloads 0.3). */
+  sent_at: number;
+}
+
+/** Checks in the wire order: content, then the recipient, then the block. Both values must already be strings. */
+export async function sendDirectMessage(ctx: Ctx, senderId: string, recipientId: string, content: string): Promise<{ success: true; channel_id: string }> {
+  if (content === '') throw new ApiError('dm.content_empty', 'A message needs some content.');
+  if (byteLength(content) > CONTENT_MAX_BYTES) {
+    throw new ApiError('dm.content_too_large', `A message is at most ${CONTENT_MAX_BYTES} bytes.`, { limit: CONTENT_MAX_BYTES });
+  }
+  const recipient = recipientId.toLowerCase();
+  if (!isUuid(recipient)) throw new ApiError('player.not_found', 'No such player.');
+  if (recipient === senderId) throw new ApiError('invalid_payload', 'You cannot message yourself.', { field: 'recipient_id' });
+  const exists = await ctx.db.selectFrom('players').select('id').where('id', '=', recipient).executeTakeFirst();
+  if (!exists) throw new ApiError('player.not_found', 'No such player.');
+  if (await eitherBlocked(ctx.db, senderId, recipient)) throw new ApiError('dm.blocked', 'Messages between you and this player are blocked.');
+
+  const channel = parseChannel(dmChannelId(senderId, recipient))!;
+  const stored = await storeChatMessage(ctx.db, ctx, { channel, senderId, content, recipientId: recipient });
+  const push = { channel_id: stored.channel_id, sender_id: stored.sender_id, content: stored.content, sent_at: stored.sent_at };
+  ctx.live.chat.deliver(push);
+  ctx.live.push(recipient, { type: 'dm.message', payload: push });
+  return { success: true, channel_id: channel.id };
+}
+
+/** The conversation with one player: the newest `limit` messages before the cursor, oldest first. */
+export async function dmHistory(
+  ctx: Pick<Ctx, 'db'>,
+  caller: string,
+  other: string,
+  q: { limit: number; before?: string },
+): Promise<{ messages: DmMessage[]; channel_id: string }> {
+  if (!isUuid(other)) throw new ApiError('player.not_found', 'No such player.');
+  const channelId = dmChannelId(caller, other.toLowerCase());
+  const rows = await channelHistory(ctx.db, channelId, q);
+  return {
+    channel_id: channelId,
+    messages: rows.map((r) => ({ id: r.id, sender_id: r.sender_id, content: r.content, sent_at: new Date(r.sent_at).getTime() })),
+  };
+}

@@ -1,0 +1,275 @@
+import type { Selectable, Transaction } from 'kysely';
+import type { Ctx } from './context';
+import { isoSeconds, isUniqueViolation, type Db } from './database';
+import { registerErasable } from './erasure';
+import { ApiError, missingField, validationFailed } from './errors';
+import { isUuid } from './ids';
+import { createNotification, deliverNotification, type NotificationView } from './notifications';
+import type { Database, FriendshipsTable } from './schema';
+
+/**
+ * Friends (spec 4.5, rest-payloads 7 and its binding decisions).
+ *
+ * One directed row per relation: `player_id` asked `friend_id` (`pending`,
+ * then `accepted` on the same row), or `player_id` blocked `friend_id`
+ * (`blocked`). The transitions a player expects:
+ *
+ * - request: to someone who already asked you it becomes the friendship at
+ *   once; repeating a request returns the existing row.
+ * - accept / reject (`PUT`): only the recipient answers; reject deletes the row.
+ * - block (`PUT` `blocked`): on anyone; it replaces the relation between the
+ *   pair. A block stops requests and direct messages both ways and hides the
+ *   blocker from the blocked player's listing.
+ * - remove (`DELETE`): either side ends a friendship, cancels its own request,
+ *   declines an incoming one, or lifts its own block.
+ */
+
+registerErasable(
+  { table: 'friendships', column: 'player_id', mode: 'delete' },
+  { table: 'friendships', column: 'friend_id', mode: 'delete' },
+);
+
+export type FriendStatus = 'pending' | 'accepted' | 'blocked';
+export const FRIEND_STATUSES: readonly FriendStatus[] = ['pending', 'accepted', 'blocked'];
+
+export interface FriendshipView {
+  id: string;
+  player_id: string;
+  friend_id: string;
+  status: FriendStatus | 'rejected';
+  inserted_at: string | null;
+  updated_at: string | null;
+}
+
+/** A listing row: the friendship plus which way it points and, for accepted friends, their presence. */
+export interface FriendListing extends FriendshipView {
+  direction: 'outgoing' | 'incoming';
+  online: boolean;
+  presence: { status: string; metadata: Record<string, unknown> } | null;
+}
+
+type Row = Selectable<FriendshipsTable>;
+
+function view(row: Row, status: FriendshipView['status'] = row.status): FriendshipView {
+  return {
+    id: row.id,
+    player_id: row.player_id,
+    friend_id: row.friend_id,
+    status,
+    inserted_at: isoSeconds(row.inserted_at),
+    updated_at: isoSeconds(row.updated_at),
+  };
+}
+
+async function pairRows(db: Db | Transaction<Database>, a: string, b: string): Promise<{ mine?: Row; theirs?: Row }> {
+  const rows = await db
+    .selectFrom('friendships')
+    .selectAll()
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('player_id', '=', a), eb('friend_id', '=', b)]),
+        eb.and([eb('player_id', '=', b), eb('friend_id', '=', a)]),
+      ]),
+    )
+    .execute();
+  return { mine: rows.find((r) => r.player_id === a), theirs: rows.find((r) => r.player_id === b) };
+}
+
+async function requireOtherPlayer(db: Db | Transaction<Database>, caller: string, other: string): Promise<void> {
+  if (other === caller) throw new ApiError('social.cannot_friend_self', 'You cannot befriend yourself.');
+  if (!isUuid(other)) throw new ApiError('social.friend_not_found', 'No such player.');
+  const found = await db.selectFrom('players').select('id').where('id', '=', other).executeTakeFirst();
+  if (!found) throw new ApiError('social.friend_not_found', 'No such player.');
+}
+
+/** `POST /friends`. */
+export async function requestFriend(ctx: Ctx, caller: string, friendId: unknown): Promise<FriendshipView> {
+  if (typeof friendId !== 'string') throw new ApiError('invalid_payload', "Field 'friend_id' must be a player id string.", { field: 'friend_id' });
+  const now = new Date(ctx.clock.now());
+  let note: NotificationView | null = null;
+  let result: FriendshipView;
+  try {
+    result = await ctx.db.transaction().execute(async (trx) => {
+      await requireOtherPlayer(trx, caller, friendId);
+      const { mine, theirs } = await pairRows(trx, caller, friendId);
+      if (mine?.status === 'blocked') throw new ApiError('social.blocked', 'You have blocked this player; remove the block first.');
+      // The blocker stays hidden from the player it blocked.
+      if (theirs?.status === 'blocked') throw new ApiError('social.friend_not_found', 'No such player.');
+      if (mine) return view(mine);
+      if (theirs?.status === 'accepted') return view(theirs);
+      if (theirs?.status === 'pending') {
+        const accepted = await trx
+          .updateTable('friendships')
+          .set({ status: 'accepted', updated_at: now })
+          .where('id', '=', theirs.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        note = await createNotification(trx, ctx, {
+          playerId: friendId,
+          type: 'friend_accepted',
+          subject: 'Your friend request was accepted',
+          content: { friend_id: caller, friendship_id: accepted.id },
+        });
+        return view(accepted);
+      }
+      const row = await trx
+        .insertInto('friendships')
+        .values({ id: ctx.ids.uuid(), player_id: caller, friend_id: friendId, status: 'pending', inserted_at: now, updated_at: now })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      note = await createNotification(trx, ctx, {
+        playerId: friendId,
+        type: 'friend_request',
+        subject: 'New friend request',
+        content: { requester_id: caller, friendship_id: row.id },
+      });
+      return view(row);
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new ApiError('social.already_friend', 'A request between you already exists.');
+    throw err;
+  }
+  if (note) deliverNotification(ctx, note);
+  return result;
+}
+
+/** `PUT /friends/:friend_id` with `status`: `accepted`, `rejected`, `blocked` (or `pending`, a no-op on a pending request). */
+export async function answerFriend(ctx: Ctx, caller: string, friendId: string, status: unknown): Promise<FriendshipView> {
+  if (typeof status !== 'string') throw missingField('status');
+  if (status === 'blocked') return block(ctx, caller, friendId);
+  if (status !== 'accepted' && status !== 'rejected' && status !== 'pending') {
+    throw validationFailed('errors', { status: ['must be one of accepted, rejected, blocked, pending'] });
+  }
+  const notFound = () => new ApiError('social.friendship_not_found', 'No request from that player.');
+  if (!isUuid(friendId)) throw notFound();
+  const now = new Date(ctx.clock.now());
+  let note: NotificationView | null = null;
+  const result = await ctx.db.transaction().execute(async (trx) => {
+    // Only the recipient answers: the row in which the caller is the target.
+    const incoming = await trx
+      .selectFrom('friendships')
+      .selectAll()
+      .where('player_id', '=', friendId)
+      .where('friend_id', '=', caller)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!incoming || incoming.status === 'blocked') throw notFound();
+    if (status === 'rejected') {
+      if (incoming.status !== 'pending') throw notFound();
+      await trx.deleteFrom('friendships').where('id', '=', incoming.id).execute();
+      return view(incoming, 'rejected');
+    }
+    if (status === 'pending') {
+      if (incoming.status !== 'pending') throw notFound();
+      return view(incoming);
+    }
+    if (incoming.status === 'accepted') return view(incoming);
+    const row = await trx
+      .updateTable('friendships')
+      .set({ status: 'accepted', updated_at: now })
+      .where('id', '=', incoming.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    note = await createNotification(trx, ctx, {
+      playerId: friendId,
+      type: 'friend_accepted',
+      subject: 'Your friend request was accepted',
+      content: { friend_id: caller, friendship_id: row.id },
+    });
+    return view(row);
+  });
+  if (note) deliverNotification(ctx, note);
+  return result;
+}
+
+async function block(ctx: Ctx, caller: string, target: string): Promise<FriendshipView> {
+  const now = new Date(ctx.clock.now());
+  return ctx.db.transaction().execute(async (trx) => {
+    await requireOtherPlayer(trx, caller, target);
+    const { mine, theirs } = await pairRows(trx, caller, target);
+    // The other side's own block is theirs to lift; anything else between the pair ends here.
+    if (theirs && theirs.status !== 'blocked') await trx.deleteFrom('friendships').where('id', '=', theirs.id).execute();
+    if (mine) {
+      const row = await trx
+        .updateTable('friendships')
+        .set({ status: 'blocked', updated_at: now })
+        .where('id', '=', mine.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return view(row);
+    }
+    const row = await trx
+      .insertInto('friendships')
+      .values({ id: ctx.ids.uuid(), player_id: caller, friend_id: target, status: 'blocked', inserted_at: now, updated_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return view(row);
+  });
+}
+
+/** `DELETE /friends/:friend_id`. */
+export async function removeFriend(ctx: Ctx, caller: string, friendId: string): Promise<void> {
+  const notFound = () => new ApiError('social.friendship_not_found', 'No relation with that player.');
+  if (!isUuid(friendId)) throw notFound();
+  const removed = await ctx.db
+    .deleteFrom('friendships')
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('player_id', '=', caller), eb('friend_id', '=', friendId)]),
+        // Someone else's block on the caller is not the caller's to remove.
+        eb.and([eb('player_id', '=', friendId), eb('friend_id', '=', caller), eb('status', '!=', 'blocked')]),
+      ]),
+    )
+    .executeTakeFirst();
+  if (Number(removed.numDeletedRows) === 0) throw notFound();
+}
+
+export interface FriendQuery {
+  status?: string;
+  limit: number;
+  /** Only rows older than this id (ids are time-ordered). */
+  before?: string;
+}
+
+/**
+ * The caller's relations, newest first: the rows it started and the rows
+ * pointing at it, except blocks pointing at it (hidden). `presenceOf` adds
+ * the live status of accepted friends.
+ */
+export async function listFriends(
+  db: Db,
+  caller: string,
+  q: FriendQuery,
+  presenceOf: (playerId: string) => { status: string; metadata: Record<string, unknown> } | null,
+): Promise<FriendListing[]> {
+  let query = db
+    .selectFrom('friendships')
+    .selectAll()
+    .where((eb) => eb.or([eb('player_id', '=', caller), eb.and([eb('friend_id', '=', caller), eb('status', '!=', 'blocked')])]));
+  if (q.status !== undefined) query = query.where('status', '=', q.status as FriendStatus);
+  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
+  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+  return rows.map((row) => {
+    const outgoing = row.player_id === caller;
+    const other = outgoing ? row.friend_id : row.player_id;
+    const presence = row.status === 'accepted' ? presenceOf(other) : null;
+    return { ...view(row), direction: outgoing ? 'outgoing' : 'incoming', online: presence !== null, presence };
+  });
+}
+
+/** Accepted friends of a player, either direction (presence pushes). */
+export async function acceptedFriendIds(db: Db, playerId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('friendships')
+    .select(['player_id', 'friend_id'])
+    .where('status', '=', 'accepted')
+    .where((eb) => eb.or([eb('player_id', '=', playerId), eb('friend_id', '=', playerId)]))
+    .execute();
+  return rows.map((r) => (r.player_id === playerId ? r.friend_id : r.player_id));
+}
+
+/** True when either player has blocked the other (requests and direct messages stop both ways). */
+export async function eitherBlocked(db: Db | Transaction<Database>, a: string, b: string): Promise<boolean> {
+  const { mine, theirs } = await pairRows(db, a, b);
+  return mine?.status === 'blocked' || theirs?.status === 'blocked';
+}

@@ -1,0 +1,438 @@
+import type { Selectable, Transaction } from 'kysely';
+import { sql } from 'kysely';
+import { charLength } from './accounts';
+import type { Ctx } from './context';
+import { isoSeconds, isUniqueViolation, jsonb, type Db } from './database';
+import { registerErasable } from './erasure';
+import { ApiError, missingField, validationFailed } from './errors';
+import { isUuid } from './ids';
+import { createNotification, deliverNotification, type NotificationView } from './notifications';
+import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from './schema';
+
+/**
+ * Groups (spec 4.5, rest-payloads 8 and its binding decisions).
+ *
+ * Roles rank owner (100) > admin (75) > moderator (50) > member (0). An actor
+ * changes the role of, or kicks, only members ranked strictly below itself,
+ * and never to a role at or above its own; ownership moves only by an explicit
+ * transfer (the owner sets someone's role to `owner` and becomes admin). The
+ * last owner cannot leave without handing over. Open groups admit a join at
+ * once; a join to a closed group files a request that an admin accepts, and an
+ * admin's invitation lets the invited player join a closed group directly.
+ * The group's chat channel is `room:<group_id>`.
+ */
+
+registerErasable(
+  { table: 'group_members', column: 'player_id', mode: 'delete' },
+  { table: 'group_requests', column: 'player_id', mode: 'delete' },
+  { table: 'group_requests', column: 'invited_by', mode: 'nullify' },
+  { table: 'groups', column: 'creator_id', mode: 'nullify' },
+);
+
+export type GroupRole = GroupMembersTable['role'];
+export const ROLE_RANK: Readonly<Record<GroupRole, number>> = { owner: 100, admin: 75, moderator: 50, member: 0 };
+const isRole = (v: unknown): v is GroupRole => typeof v === 'string' && Object.prototype.hasOwnProperty.call(ROLE_RANK, v);
+
+export interface GroupView {
+  id: string;
+  name: string;
+  description: string | null;
+  max_members: number;
+  open: boolean;
+  creator_id: string | null;
+  metadata: Record<string, unknown>;
+  inserted_at: string | null;
+  updated_at: string | null;
+}
+
+export interface GroupMemberView {
+  id: string;
+  group_id: string;
+  player_id: string;
+  role: GroupRole;
+  joined_at: string | null;
+}
+
+export interface GroupRequestView {
+  id: string;
+  group_id: string;
+  player_id: string;
+  kind: 'request' | 'invite';
+  invited_by: string | null;
+  inserted_at: string | null;
+}
+
+type Conn = Db | Transaction<Database>;
+
+function groupView(row: Selectable<GroupsTable>): GroupView {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    max_members: row.max_members,
+    open: row.open,
+    creator_id: row.creator_id,
+    metadata: row.metadata ?? {},
+    inserted_at: isoSeconds(row.inserted_at),
+    updated_at: isoSeconds(row.updated_at),
+  };
+}
+
+function memberView(row: Selectable<GroupMembersTable>): GroupMemberView {
+  return { id: row.id, group_id: row.group_id, player_id: row.player_id, role: row.role, joined_at: isoSeconds(row.joined_at) };
+}
+
+function requestView(row: Selectable<GroupRequestsTable>): GroupRequestView {
+  return {
+    id: row.id,
+    group_id: row.group_id,
+    player_id: row.player_id,
+    kind: row.kind,
+    invited_by: row.invited_by,
+    inserted_at: isoSeconds(row.inserted_at),
+  };
+}
+
+const groupNotFound = () => new ApiError('social.group_not_found', 'No such group.');
+const memberNotFound = () => new ApiError('social.member_not_found', 'That player is not a member of the group.');
+
+/** Validated fields of a create or update; `partial` leaves absent keys out. */
+function groupFields(body: Record<string, unknown>, partial: boolean): Partial<Pick<GroupsTable, 'name' | 'description' | 'max_members' | 'open'>> {
+  const problems: Record<string, string[]> = {};
+  const out: Partial<Pick<GroupsTable, 'name' | 'description' | 'max_members' | 'open'>> = {};
+  if (body.name !== undefined || !partial) {
+    if (typeof body.name !== 'string' || charLength(body.name.trim()) < 2 || charLength(body.name) > 64) problems.name = ['must be a string of 2-64 characters'];
+    else out.name = body.name;
+  }
+  if (body.description !== undefined) {
+    if (body.description === null) out.description = null;
+    else if (typeof body.description !== 'string' || charLength(body.description) > 1024) problems.description = ['must be a string of at most 1024 characters or null'];
+    else out.description = body.description;
+  }
+  if (body.max_members !== undefined) {
+    const n = body.max_members;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 100_000) problems.max_members = ['must be an integer from 1 to 100000'];
+    else out.max_members = n;
+  }
+  if (body.open !== undefined) {
+    if (typeof body.open !== 'boolean') problems.open = ['must be a boolean'];
+    else out.open = body.open;
+  }
+  if (Object.keys(problems).length) throw validationFailed('errors', problems);
+  return out;
+}
+
+/** `POST /groups`: the creator becomes the owner in the same transaction. */
+export async function createGroup(ctx: Ctx, caller: string, body: Record<string, unknown>): Promise<GroupView> {
+  if (typeof body.name !== 'string') throw missingField('name');
+  const fields = groupFields(body, false);
+  const now = new Date(ctx.clock.now());
+  return ctx.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .insertInto('groups')
+      .values({
+        id: ctx.ids.uuid(),
+        name: fields.name!,
+        description: fields.description ?? null,
+        max_members: fields.max_members ?? 50,
+        open: fields.open ?? false,
+        creator_id: caller,
+        metadata: jsonb({}),
+        inserted_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await trx.insertInto('group_members').values({ id: ctx.ids.uuid(), group_id: row.id, player_id: caller, role: 'owner', joined_at: now }).execute();
+    return groupView(row);
+  });
+}
+
+export async function getGroup(db: Conn, id: string): Promise<GroupView> {
+  if (!isUuid(id)) throw groupNotFound();
+  const row = await db.selectFrom('groups').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw groupNotFound();
+  return groupView(row);
+}
+
+async function memberRow(db: Conn, groupId: string, playerId: string, lock = false) {
+  let q = db.selectFrom('group_members').selectAll().where('group_id', '=', groupId).where('player_id', '=', playerId);
+  if (lock) q = q.forUpdate();
+  return q.executeTakeFirst();
+}
+
+export async function isGroupMember(db: Conn, groupId: string, playerId: string): Promise<boolean> {
+  if (!isUuid(groupId)) return false;
+  return (await memberRow(db, groupId, playerId)) !== undefined;
+}
+
+/** Locks the group row so membership counts and role changes serialise per group. */
+async function lockGroup(trx: Transaction<Database>, id: string) {
+  if (!isUuid(id)) throw groupNotFound();
+  const row = await trx.selectFrom('groups').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  if (!row) throw groupNotFound();
+  return row;
+}
+
+async function memberCount(trx: Transaction<Database>, groupId: string): Promise<number> {
+  const r = await trx
+    .selectFrom('group_members')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where('group_id', '=', groupId)
+    .executeTakeFirstOrThrow();
+  return r.n;
+}
+
+/** An acting member of at least `minRank`; a non-member (or an unknown group) is `forbidden` (rest-payloads 8). */
+async function requireActor(trx: Transaction<Database>, groupId: string, caller: string, minRank: number) {
+  const actor = isUuid(groupId) ? await memberRow(trx, groupId, caller) : undefined;
+  if (!actor || ROLE_RANK[actor.role] < minRank) throw new ApiError('forbidden', 'Your role in this group does not allow that.');
+  return actor;
+}
+
+/** `PUT /groups/:id`: admins and the owner. */
+export async function updateGroup(ctx: Ctx, caller: string, id: string, body: Record<string, unknown>): Promise<GroupView> {
+  const fields = groupFields(body, true);
+  return ctx.db.transaction().execute(async (trx) => {
+    await requireActor(trx, id, caller, ROLE_RANK.admin);
+    await lockGroup(trx, id);
+    const row = await trx
+      .updateTable('groups')
+      .set({ ...fields, updated_at: new Date(ctx.clock.now()) })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return groupView(row);
+  });
+}
+
+export type JoinOutcome = { success: true; group_id: string; status: 'joined' | 'requested' };
+
+/**
+ * `POST /groups/:id/join`. Open group, or an invitation waiting: member at
+ * once. Closed group: a join request (repeating it is harmless) and a
+ * notification to every admin and the owner.
+ */
+export async function joinGroup(ctx: Ctx, caller: string, id: string): Promise<JoinOutcome> {
+  const now = new Date(ctx.clock.now());
+  const notes: NotificationView[] = [];
+  let outcome: JoinOutcome;
+  try {
+    outcome = await ctx.db.transaction().execute(async (trx) => {
+      const group = await lockGroup(trx, id);
+      if (await memberRow(trx, id, caller)) throw new ApiError('social.already_member', 'You are already a member.');
+      const pending = await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', caller).executeTakeFirst();
+      if (group.open || pending?.kind === 'invite') {
+        if ((await memberCount(trx, id)) >= group.max_members) throw new ApiError('social.group_full', 'The group is full.');
+        if (pending) await trx.deleteFrom('group_requests').where('id', '=', pending.id).execute();
+        await trx.insertInto('group_members').values({ id: ctx.ids.uuid(), group_id: id, player_id: caller, role: 'member', joined_at: now }).execute();
+        return { success: true as const, group_id: id, status: 'joined' as const };
+      }
+      if (pending) return { success: true as const, group_id: id, status: 'requested' as const };
+      const request = await trx
+        .insertInto('group_requests')
+        .values({ id: ctx.ids.uuid(), group_id: id, player_id: caller, kind: 'request', invited_by: null, inserted_at: now })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      const managers = await trx.selectFrom('group_members').select('player_id').where('group_id', '=', id).where('role', 'in', ['owner', 'admin']).execute();
+      for (const m of managers) {
+        notes.push(
+          await createNotification(trx, ctx, {
+            playerId: m.player_id,
+            type: 'group_join_request',
+            subject: `Join request for ${group.name}`,
+            content: { group_id: id, player_id: caller, request_id: request.id },
+          }),
+        );
+      }
+      return { success: true as const, group_id: id, status: 'requested' as const };
+    });
+  } catch (err) {
+    // Two concurrent joins of one player: the second sees the first's row.
+    if (isUniqueViolation(err)) throw new ApiError('social.already_member', 'You are already a member or have a request waiting.');
+    throw err;
+  }
+  for (const n of notes) deliverNotification(ctx, n);
+  return outcome;
+}
+
+/** `POST /groups/:id/leave`: always succeeds, except for the last owner, who must hand over first. */
+export async function leaveGroup(ctx: Ctx, caller: string, id: string): Promise<boolean> {
+  if (!isUuid(id)) return false;
+  return ctx.db.transaction().execute(async (trx) => {
+    const group = await trx.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!group) return false;
+    const me = await memberRow(trx, id, caller);
+    if (!me) {
+      // Withdraws a pending request or declines an invitation.
+      await trx.deleteFrom('group_requests').where('group_id', '=', id).where('player_id', '=', caller).execute();
+      return false;
+    }
+    if (me.role === 'owner') {
+      const owners = await trx
+        .selectFrom('group_members')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('group_id', '=', id)
+        .where('role', '=', 'owner')
+        .executeTakeFirstOrThrow();
+      if (owners.n <= 1) throw new ApiError('social.last_owner', 'Hand ownership to another member before leaving.');
+    }
+    await trx.deleteFrom('group_members').where('id', '=', me.id).execute();
+    return true;
+  });
+}
+
+export interface MemberQuery {
+  limit: number;
+  before?: string;
+}
+
+/** `GET /groups/:id/members`: open to any player; an unknown group lists nobody. Newest members first. */
+export async function listMembers(db: Db, id: string, q: MemberQuery): Promise<GroupMemberView[]> {
+  if (!isUuid(id)) return [];
+  let query = db.selectFrom('group_members').selectAll().where('group_id', '=', id);
+  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
+  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+  return rows.map(memberView);
+}
+
+/** `PUT /groups/:id/members/:player_id/role`: returns the updated member. */
+export async function changeRole(ctx: Ctx, caller: string, id: string, target: string, role: unknown): Promise<GroupMemberView> {
+  if (typeof role !== 'string') throw missingField('role');
+  if (!isRole(role)) throw new ApiError('social.invalid_role', 'role must be owner, admin, moderator or member.', { role });
+  return ctx.db.transaction().execute(async (trx) => {
+    await lockGroup(trx, id);
+    const actor = await memberRow(trx, id, caller);
+    if (!actor) throw memberNotFound();
+    const subject = isUuid(target) ? await memberRow(trx, id, target) : undefined;
+    if (!subject) throw memberNotFound();
+    const actorRank = ROLE_RANK[actor.role];
+
+    if (role === 'owner') {
+      // Transfer: only an owner hands over, to someone else, and steps down to admin.
+      if (actor.role !== 'owner' || subject.id === actor.id) throw new ApiError('forbidden', 'Only the owner can transfer ownership, to another member.');
+      await trx.updateTable('group_members').set({ role: 'admin' }).where('id', '=', actor.id).execute();
+    } else {
+      if (actorRank < ROLE_RANK.admin) throw new ApiError('forbidden', 'Only admins and the owner change roles.');
+      if (ROLE_RANK[subject.role] >= actorRank) throw new ApiError('forbidden', 'You can only change the role of members ranked below you.');
+      if (ROLE_RANK[role] >= actorRank) throw new ApiError('forbidden', 'You can only grant roles ranked below your own.');
+    }
+    const row = await trx.updateTable('group_members').set({ role }).where('id', '=', subject.id).returningAll().executeTakeFirstOrThrow();
+    return memberView(row);
+  });
+}
+
+/** `DELETE /groups/:id/members/:player_id`: moderators and up, only downward. */
+export async function kickMember(ctx: Ctx, caller: string, id: string, target: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    await lockGroup(trx, id);
+    const actor = await memberRow(trx, id, caller);
+    if (!actor) throw memberNotFound();
+    const subject = isUuid(target) ? await memberRow(trx, id, target) : undefined;
+    if (!subject) throw memberNotFound();
+    const actorRank = ROLE_RANK[actor.role];
+    if (actorRank < ROLE_RANK.moderator || ROLE_RANK[subject.role] >= actorRank) {
+      throw new ApiError('forbidden', 'You can only remove members ranked below you.');
+    }
+    await trx.deleteFrom('group_members').where('id', '=', subject.id).execute();
+  });
+}
+
+/** `POST /groups/:id/invites` (admins and the owner): the invited player may then join a closed group. */
+export async function invitePlayer(ctx: Ctx, caller: string, id: string, playerId: unknown): Promise<GroupRequestView> {
+  if (typeof playerId !== 'string') throw missingField('player_id');
+  const now = new Date(ctx.clock.now());
+  let note: NotificationView | null = null;
+  let result: GroupRequestView;
+  try {
+    result = await ctx.db.transaction().execute(async (trx) => {
+      await requireActor(trx, id, caller, ROLE_RANK.admin);
+      const group = await lockGroup(trx, id);
+      if (!isUuid(playerId) || !(await trx.selectFrom('players').select('id').where('id', '=', playerId).executeTakeFirst())) {
+        throw new ApiError('player.not_found', 'No such player.');
+      }
+      if (await memberRow(trx, id, playerId)) throw new ApiError('social.already_member', 'That player is already a member.');
+      const existing = await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', playerId).executeTakeFirst();
+      let row: Selectable<GroupRequestsTable>;
+      if (existing?.kind === 'invite') return requestView(existing);
+      if (existing) {
+        // The player already asked: the invitation is the answer.
+        row = await trx
+          .updateTable('group_requests')
+          .set({ kind: 'invite', invited_by: caller })
+          .where('id', '=', existing.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      } else {
+        row = await trx
+          .insertInto('group_requests')
+          .values({ id: ctx.ids.uuid(), group_id: id, player_id: playerId, kind: 'invite', invited_by: caller, inserted_at: now })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      }
+      note = await createNotification(trx, ctx, {
+        playerId,
+        type: 'group_invite',
+        subject: `Invitation to ${group.name}`,
+        content: { group_id: id, invited_by: caller, request_id: row.id },
+      });
+      return requestView(row);
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new ApiError('social.already_member', 'That player already has a request or invitation waiting.');
+    throw err;
+  }
+  if (note) deliverNotification(ctx, note);
+  return result;
+}
+
+/** `GET /groups/:id/requests` (admins and the owner): pending join requests and invitations, newest first. */
+export async function listRequests(ctx: Ctx, caller: string, id: string, q: MemberQuery): Promise<GroupRequestView[]> {
+  return ctx.db.transaction().execute(async (trx) => {
+    await requireActor(trx, id, caller, ROLE_RANK.admin);
+    let query = trx.selectFrom('group_requests').selectAll().where('group_id', '=', id);
+    if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
+    return (await query.orderBy('id', 'desc').limit(q.limit).execute()).map(requestView);
+  });
+}
+
+/** `POST /groups/:id/requests/:player_id/accept` (admins and the owner). */
+export async function acceptRequest(ctx: Ctx, caller: string, id: string, playerId: string): Promise<GroupMemberView> {
+  const now = new Date(ctx.clock.now());
+  let note: NotificationView | null = null;
+  const member = await ctx.db.transaction().execute(async (trx) => {
+    await requireActor(trx, id, caller, ROLE_RANK.admin);
+    const group = await lockGroup(trx, id);
+    const request = isUuid(playerId)
+      ? await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', playerId).where('kind', '=', 'request').executeTakeFirst()
+      : undefined;
+    if (!request) throw new ApiError('social.request_not_found', 'That player has no join request waiting.');
+    if ((await memberCount(trx, id)) >= group.max_members) throw new ApiError('social.group_full', 'The group is full.');
+    await trx.deleteFrom('group_requests').where('id', '=', request.id).execute();
+    const row = await trx
+      .insertInto('group_members')
+      .values({ id: ctx.ids.uuid(), group_id: id, player_id: playerId, role: 'member', joined_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    note = await createNotification(trx, ctx, {
+      playerId,
+      type: 'group_join_accepted',
+      subject: `You joined ${group.name}`,
+      content: { group_id: id, accepted_by: caller },
+    });
+    return memberView(row);
+  });
+  if (note) deliverNotification(ctx, note);
+  return member;
+}
+
+/** `DELETE /groups/:id/requests/:player_id`: an admin rejects a request or withdraws an invitation. */
+export async function dropRequest(ctx: Ctx, caller: string, id: string, playerId: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    await requireActor(trx, id, caller, ROLE_RANK.admin);
+    const gone = isUuid(playerId)
+      ? await trx.deleteFrom('group_requests').where('group_id', '=', id).where('player_id', '=', playerId).executeTakeFirst()
+      : { numDeletedRows: 0n };
+    if (Number(gone.numDeletedRows) === 0) throw new ApiError('social.request_not_found', 'No request or invitation for that player.');
+  });
+}

@@ -1,0 +1,144 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Ctx } from './context';
+import { isoSeconds, jsonb, type Db } from './database';
+import { registerErasable } from './erasure';
+import { ApiError, validationFailed } from './errors';
+import { byteLength, isPlainObject } from './frames';
+import { isUuid } from './ids';
+import type { Database, NotificationsTable } from './schema';
+
+/**
+ * Notifications (spec 4.11, rest-payloads 15, wire-protocol 10.2). Server
+ * code creates them — friend requests, group invitations and join requests,
+ * game scripts, extensions — always through `notify` (or, inside a caller's
+ * transaction, `createNotification` then `deliverNotification` after commit),
+ * so every stored notification is also pushed live as `notification.new`.
+ */
+
+registerErasable({ table: 'notifications', column: 'player_id', mode: 'delete' });
+
+export interface NotificationView {
+  id: string;
+  player_id: string;
+  type: string;
+  subject: string;
+  content: Record<string, unknown>;
+  read: boolean;
+  sent_at: string | null;
+}
+
+export interface NewNotification {
+  playerId: string;
+  /** Game-defined kind, 1-64 bytes (`friend_request`, `group_invite`, ...). */
+  type: string;
+  subject: string;
+  content?: Record<string, unknown>;
+}
+
+const TYPE_MAX_BYTES = 64;
+const SUBJECT_MAX_CHARS = 255;
+const CONTENT_MAX_BYTES = 16_384;
+
+function view(row: Selectable<NotificationsTable>): NotificationView {
+  return {
+    id: row.id,
+    player_id: row.player_id,
+    type: row.type,
+    subject: row.subject,
+    content: row.content ?? {},
+    read: row.read,
+    sent_at: isoSeconds(row.sent_at),
+  };
+}
+
+/** Scripts and extensions pass whatever they were given: check it before it reaches a column. */
+function checkNew(n: NewNotification): Record<string, unknown> {
+  const problems: Record<string, string[]> = {};
+  if (!isUuid(n.playerId)) problems.player_id = ['must be a player id'];
+  if (typeof n.type !== 'string' || n.type === '' || byteLength(n.type) > TYPE_MAX_BYTES) problems.type = [`must be a string of 1-${TYPE_MAX_BYTES} bytes`];
+  if (typeof n.subject !== 'string' || n.subject.length > SUBJECT_MAX_CHARS) problems.subject = [`must be a string of at most ${SUBJECT_MAX_CHARS} characters`];
+  const content = n.content ?? {};
+  if (!isPlainObject(content)) problems.content = ['must be an object'];
+  else if (byteLength(JSON.stringify(content)) > CONTENT_MAX_BYTES) problems.content = [`must encode to at most ${CONTENT_MAX_BYTES} bytes`];
+  if (Object.keys(problems).length) throw validationFailed('errors', problems);
+  return content;
+}
+
+/**
+ * Stores a notification with the caller's connection (a transaction when the
+ * notification belongs to a larger change). Push it with `deliverNotification`
+ * once that transaction has committed.
+ */
+export async function createNotification(db: Kysely<Database>, ctx: Pick<Ctx, 'ids' | 'clock'>, n: NewNotification): Promise<NotificationView> {
+  const content = checkNew(n);
+  const row = await db
+    .insertInto('notifications')
+    .values({
+      id: ctx.ids.uuid(),
+      player_id: n.playerId,
+      type: n.type,
+      subject: n.subject,
+      content: jsonb(content),
+      sent_at: new Date(ctx.clock.now()),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return view(row);
+}
+
+/** Pushes `notification.new` to every live socket of the recipient; offline players read it later. */
+export function deliverNotification(ctx: Pick<Ctx, 'live'>, n: NotificationView): void {
+  ctx.live.push(n.player_id, { type: 'notification.new', payload: { ...n } });
+}
+
+/**
+ * The one entry point for scripts, extensions and services outside a
+ * transaction. Throws `validation_failed` on bad input and `player.not_found`
+ * when the recipient does not exist.
+ */
+export async function notify(ctx: Ctx, n: NewNotification): Promise<NotificationView> {
+  checkNew(n);
+  const exists = await ctx.db.selectFrom('players').select('id').where('id', '=', n.playerId).executeTakeFirst();
+  if (!exists) throw new ApiError('player.not_found', 'No such player.');
+  const created = await createNotification(ctx.db, ctx, n);
+  deliverNotification(ctx, created);
+  return created;
+}
+
+export interface NotificationQuery {
+  limit: number;
+  /** Only notifications older than this id (ids are time-ordered). */
+  before?: string;
+  read?: boolean;
+}
+
+/** The caller's notifications, newest first. */
+export async function listNotifications(db: Db, playerId: string, q: NotificationQuery): Promise<NotificationView[]> {
+  let query = db.selectFrom('notifications').selectAll().where('player_id', '=', playerId);
+  if (q.read !== undefined) query = query.where('read', '=', q.read);
+  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
+  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+  return rows.map(view);
+}
+
+const notFound = () => new ApiError('notification.not_found', 'No such notification.');
+
+/** Someone else's notification answers exactly like a missing one. */
+export async function markNotificationRead(db: Db, playerId: string, id: string): Promise<NotificationView> {
+  if (!isUuid(id)) throw notFound();
+  const row = await db
+    .updateTable('notifications')
+    .set({ read: true })
+    .where('id', '=', id)
+    .where('player_id', '=', playerId)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound();
+  return view(row);
+}
+
+export async function deleteNotification(db: Db, playerId: string, id: string): Promise<void> {
+  if (!isUuid(id)) throw notFound();
+  const gone = await db.deleteFrom('notifications').where('id', '=', id).where('player_id', '=', playerId).executeTakeFirst();
+  if (Number(gone.numDeletedRows) === 0) throw notFound();
+}
