@@ -327,7 +327,7 @@ describe('game.* API', () => {
     const lines = recorded.logs.filter((l) => l.event === 'lua_callback_failed');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatchObject({ callback: 'tick', script: 'match.lua', reason_class: 'error' });
-    expect(lines[0].detail).toContain('tick broke');
+    expect(lines[0]!.detail).toContain('tick broke');
     limits.close();
   });
 });

@@ -11,3 +11,7 @@ declare module 'fengari/src/lauxlib.js' {
   const lauxlib: any;
   export default lauxlib;
 }
+declare module 'fengari/src/lstring.js' {
+  const lstring: any;
+  export default lstring;
+}

@@ -13,6 +13,8 @@
 import type { JsonValue } from './api';
 import { lua, to_luastring } from './vm';
 import fengari from 'fengari';
+import lobject from 'fengari/src/lobject.js';
+import lstring from 'fengari/src/lstring.js';
 
 const { to_jsstring } = fengari;
 
@@ -37,6 +39,43 @@ export function luaString(s: string): Uint8Array {
   return bytes;
 }
 
+/**
+ * A fengari string object. Pushing the same object again skips both the
+ * UTF-8 encoding and fengari's per-byte key hashing (cached on the object),
+ * which otherwise dominate a tick's cost.
+ */
+export type LuaStringObject = { readonly realstring: Uint8Array };
+
+const interned = new Map<string, LuaStringObject>();
+
+/** A string object for `s`; short strings are interned process-wide (bounded). */
+export function stringObject(s: string): LuaStringObject {
+  const hit = interned.get(s);
+  if (hit) return hit;
+  const ts = lstring.luaS_bless(null, to_luastring(s)) as LuaStringObject;
+  if (interned.size < KEY_CACHE_LIMIT && s.length <= 64) interned.set(s, ts);
+  return ts;
+}
+
+/** Pushes a string object made by `stringObject`. The caller guarantees stack room. */
+export function pushStringObject(L: any, ts: LuaStringObject): void {
+  lobject.pushsvalue2s(L, ts);
+}
+
+export function pushString(L: any, s: string): void {
+  if (s.length <= 64) lobject.pushsvalue2s(L, stringObject(s));
+  else lua.lua_pushstring(L, to_luastring(s));
+}
+
+/** Pushes the global `name` (raw lookup, interned key). */
+export function pushGlobal(L: any, name: LuaStringObject): number {
+  lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, lua.LUA_RIDX_GLOBALS);
+  lobject.pushsvalue2s(L, name);
+  const type = lua.lua_rawget(L, -2);
+  lua.lua_remove(L, -2);
+  return type;
+}
+
 /** Lua bytes as a JS string; invalid UTF-8 is repaired, never thrown on. */
 export function jsString(bytes: Uint8Array): string {
   return to_jsstring(bytes, 0, bytes.length, true);
@@ -47,7 +86,7 @@ export function pushJson(L: any, value: unknown, depth = 0): void {
   if (value === null || value === undefined) {
     lua.lua_pushnil(L);
   } else if (typeof value === 'string') {
-    lua.lua_pushstring(L, luaString(value));
+    pushString(L, value);
   } else if (typeof value === 'number') {
     if (Number.isInteger(value) && Number.isSafeInteger(value)) lua.lua_pushinteger(L, value);
     else lua.lua_pushnumber(L, value);
@@ -70,8 +109,9 @@ export function pushJson(L: any, value: unknown, depth = 0): void {
     for (const key in value as Record<string, unknown>) {
       const item = (value as Record<string, unknown>)[key];
       if (item === null || item === undefined) continue;
+      pushString(L, key);
       pushJson(L, item, depth + 1);
-      lua.lua_setfield(L, -2, luaString(key));
+      lua.lua_rawset(L, -3);
     }
   } else {
     lua.lua_pushnil(L);
@@ -86,10 +126,27 @@ export function toJson(L: any, index: number): JsonValue | undefined {
   return encode(L, lua.lua_absindex(L, index), 0, new Set());
 }
 
+// Decoded short strings, keyed by fengari's string object: keys and ids
+// repeat every tick, and the objects themselves live as long as the tables.
+const decoded = new WeakMap<object, string>();
+
+/** The string at absolute stack `index` as JS, through the decode cache when short. */
+function stringAt(L: any, index: number): string {
+  const ts = L.stack[L.ci.funcOff + index].value;
+  const bytes: Uint8Array = ts.realstring;
+  if (bytes.length > 64) return jsString(bytes);
+  let s = decoded.get(ts);
+  if (s === undefined) {
+    s = jsString(bytes);
+    decoded.set(ts, s);
+  }
+  return s;
+}
+
 function encode(L: any, index: number, depth: number, ancestors: Set<unknown>): JsonValue | undefined {
   switch (lua.lua_type(L, index)) {
     case lua.LUA_TSTRING:
-      return jsString(lua.lua_tostring(L, index));
+      return stringAt(L, index);
     case lua.LUA_TNUMBER: {
       const n = lua.lua_tonumber(L, index);
       return Number.isFinite(n) ? n : null;
@@ -125,7 +182,7 @@ function encodeTable(L: any, index: number, depth: number, ancestors: Set<unknow
         sequence = false;
       }
     } else if (keyType === lua.LUA_TSTRING) {
-      key = jsString(lua.lua_tostring(L, -2));
+      key = stringAt(L, lua.lua_gettop(L) - 1);
       sequence = false;
     } else if (keyType === lua.LUA_TBOOLEAN) {
       key = lua.lua_toboolean(L, -2) ? 'true' : 'false';

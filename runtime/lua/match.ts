@@ -19,9 +19,11 @@ import {
   type TickResult,
 } from './api';
 import { dirOf } from './game';
-import { isObjectJson, jsString, luaString, MarshalError, pushJson, toJson } from './marshal';
+import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushStringObject, stringObject, toJson, type LuaStringObject } from './marshal';
 import { installGameTable } from './script-api';
-import { lauxlib, lua, Sandbox, type Outcome } from './vm';
+import { lauxlib, lua, MODULE_CACHE, Sandbox, to_luastring, type Outcome } from './vm';
+
+const MODULE_CACHE_NAME = to_luastring(MODULE_CACHE);
 
 const HEAVY_MS = 500;
 const LIGHT_MS = 200;
@@ -33,14 +35,14 @@ const EMPTY_VIEW = '{}';
 type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'reload';
 
 const NAMES = {
-  init: luaString('init'),
-  join: luaString('join'),
-  leave: luaString('leave'),
-  handle_input: luaString('handle_input'),
-  tick: luaString('tick'),
-  get_state: luaString('get_state'),
-  _finished: luaString('_finished'),
-  _result: luaString('_result'),
+  init: stringObject('init'),
+  join: stringObject('join'),
+  leave: stringObject('leave'),
+  handle_input: stringObject('handle_input'),
+  tick: stringObject('tick'),
+  get_state: stringObject('get_state'),
+  _finished: stringObject('_finished'),
+  _result: stringObject('_result'),
 };
 
 export class MatchVm implements MatchRuntime {
@@ -53,7 +55,7 @@ export class MatchVm implements MatchRuntime {
   private readonly options: MatchVmOptions;
   /** Registry reference of the state; LUA_NOREF until init succeeds. */
   private stateRef: number = lua.LUA_NOREF;
-  private readonly roster = new Map<string, Uint8Array>();
+  private readonly roster = new Map<string, LuaStringObject>();
   private readonly queue: [string, JsonObject][] = [];
   private outcome: MatchOutcome | null = null;
   private revision: number | undefined;
@@ -128,8 +130,8 @@ export class MatchVm implements MatchRuntime {
       const failed = this.fail('join', 'error', 'the script defines no join function');
       return { ok: false, refused: false, kind: 'error', message: failed.ok ? '' : failed.message };
     }
-    const id = luaString(playerId);
-    lua.lua_pushstring(L, id);
+    const id = stringObject(playerId);
+    pushStringObject(L, id);
     this.pushState();
     pushJson(L, ctx);
     const out = this.sandbox.call(3, this.budgets.light, LIGHT_MS);
@@ -160,11 +162,11 @@ export class MatchVm implements MatchRuntime {
   }
 
   leave(playerId: string): CallResult {
-    const id = this.roster.get(playerId) ?? luaString(playerId);
+    const id = this.roster.get(playerId) ?? stringObject(playerId);
     // The player is gone whatever the script says (lua-scripting 4.4).
     this.roster.delete(playerId);
     if (!this.pushCallback(NAMES.leave)) return { ok: true };
-    lua.lua_pushstring(this.L, id);
+    pushStringObject(this.L, id);
     this.pushState();
     return this.stateCall('leave', 2, this.budgets.light, LIGHT_MS);
   }
@@ -180,7 +182,7 @@ export class MatchVm implements MatchRuntime {
     const queued = this.queue.splice(0, this.queue.length);
     for (const [playerId, input] of queued) {
       if (!this.pushCallback(NAMES.handle_input)) break;
-      lua.lua_pushstring(this.L, this.roster.get(playerId) ?? luaString(playerId));
+      pushStringObject(this.L, this.roster.get(playerId) ?? stringObject(playerId));
       pushJson(this.L, input);
       this.pushState();
       if (!this.stateCall('handle_input', 3, this.budgets.light, LIGHT_MS).ok) inputFailures++;
@@ -205,13 +207,13 @@ export class MatchVm implements MatchRuntime {
       this.sharedView ??= this.view(null);
       return this.sharedView;
     }
-    return this.view(this.roster.get(playerId) ?? luaString(playerId));
+    return this.view(this.roster.get(playerId) ?? stringObject(playerId));
   }
 
-  private view(id: Uint8Array | null): string {
+  private view(id: LuaStringObject | null): string {
     const L = this.L;
     if (!this.pushCallback(NAMES.get_state)) return EMPTY_VIEW;
-    if (id) lua.lua_pushstring(L, id);
+    if (id) pushStringObject(L, id);
     this.pushState();
     const out = this.sandbox.call(id ? 2 : 1, this.budgets.light, LIGHT_MS);
     if (!out.ok) {
@@ -246,7 +248,7 @@ export class MatchVm implements MatchRuntime {
     const snapshot = shallowCopy(L, -1);
     lua.lua_pop(L, 1);
     lua.lua_newtable(L);
-    lua.lua_setglobal(L, luaString('_SVC_LOADED'));
+    lua.lua_setglobal(L, MODULE_CACHE_NAME);
     const result = this.evaluate();
     if (result.ok) {
       lauxlib.luaL_unref(L, lua.LUA_REGISTRYINDEX, snapshot);
@@ -272,9 +274,9 @@ export class MatchVm implements MatchRuntime {
   // ---- internals ---------------------------------------------------------
 
   /** Pushes a global callback; false (nothing pushed) when the script does not define it. */
-  private pushCallback(name: Uint8Array): boolean {
+  private pushCallback(name: LuaStringObject): boolean {
     if (this.closed) return false;
-    if (lua.lua_getglobal(this.L, name) === lua.LUA_TFUNCTION) return true;
+    if (pushGlobal(this.L, name) === lua.LUA_TFUNCTION) return true;
     lua.lua_pop(this.L, 1);
     return false;
   }
@@ -336,11 +338,13 @@ export class MatchVm implements MatchRuntime {
     const L = this.L;
     if (this.outcome || this.stateRef === lua.LUA_NOREF) return;
     this.pushState();
-    const finished = lua.lua_getfield(L, -1, NAMES._finished) === lua.LUA_TBOOLEAN && lua.lua_toboolean(L, -1);
+    pushStringObject(L, NAMES._finished);
+    const finished = lua.lua_rawget(L, -2) === lua.LUA_TBOOLEAN && lua.lua_toboolean(L, -1);
     lua.lua_pop(L, 1);
     if (finished) {
       let result: JsonObject = {};
-      if (lua.lua_getfield(L, -1, NAMES._result) === lua.LUA_TTABLE) {
+      pushStringObject(L, NAMES._result);
+      if (lua.lua_rawget(L, -2) === lua.LUA_TTABLE) {
         try {
           const value = toJson(L, -1);
           if (isObjectJson(value)) result = value;
