@@ -7,7 +7,8 @@ import { json, type Route } from './http';
 
 /** Password sign-in and the token lifecycle (spec 4.1, rest-payloads 1.2). */
 
-function requireString(body: Record<string, unknown>, field: string): string {
+/** A required string field of a JSON body, or 400 `missing_field`. */
+export function requireString(body: Record<string, unknown>, field: string): string {
   const value = body[field];
   if (typeof value !== 'string') throw missingField(field);
   return value;

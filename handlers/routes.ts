@@ -3,8 +3,10 @@ import { chatRoutes } from './chat';
 import { dmRoutes } from './dm';
 import { friendRoutes } from './friends';
 import { groupRoutes } from './groups';
+import { guestRoutes } from './guest';
 import { healthRoutes } from './health';
 import type { Route } from './http';
+import { identityRoutes } from './identities';
 import { matchmakerRoutes } from './matchmaker';
 import { matchRoutes } from './matches';
 import { notificationRoutes } from './notifications';
@@ -12,7 +14,7 @@ import { playerRoutes } from './players';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
-  return [...healthRoutes, ...authRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...socialRoutes()];
+  return [...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...socialRoutes()];
 }
 
 /** Friends, groups, chat history, direct messages, notifications. */

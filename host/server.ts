@@ -8,6 +8,8 @@ import { uuidv7Source } from '../runtime/ids';
 import { jsonLogger, type Logger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
 import { findAccessToken } from '../runtime/tokens';
+import { guestsEnabled } from '../runtime/guests';
+import { createIdentityProviders } from '../runtime/identities';
 import type { Settings } from '../runtime/settings';
 import type { OpenDatabase } from './database';
 import { nodeHandler, TrustedProxies } from './http';
@@ -15,6 +17,8 @@ import { FixedWindowLimiter } from './limits';
 import { LiveHost, type LiveOptions } from './live';
 import { loadClientGate } from './client-gate';
 import { TokenCache } from './token-cache';
+import { GuestReaper } from './guest-reaper';
+import { outboundFetch, readTrustAnchor } from './outbound';
 
 export interface ServerOptions {
   settings: Settings;
@@ -39,6 +43,8 @@ export interface RunningServer {
   server: Server;
   /** Resolves when migrations have finished and API routes answer. */
   ready: Promise<void>;
+  /** Runs on its interval when `guest_reap_after` is set; `sweep()` runs one pass now. */
+  guestReaper: GuestReaper;
   /** Registers work to do on shutdown (close sockets, stop loops) before the database closes. */
   onShutdown(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
@@ -63,6 +69,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const clientGate = await loadClientGate(options.settings.client_gate);
 
   const live = new LiveHost(options.live);
+  const timeoutMs = options.settings.provider_timeout_ms;
+  const identity = createIdentityProviders({
+    settings: options.settings,
+    oidcFetch: outboundFetch({ ca: readTrustAnchor(options.settings.oidc_ca_file), timeoutMs }),
+    ticketFetch: outboundFetch({ timeoutMs }),
+    clock,
+    log,
+  });
   const ctx: Ctx = {
     db: options.database.db,
     settings: options.settings,
@@ -75,7 +89,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     readiness: { ready: () => ready },
     clientGate,
     live,
+    identity,
   };
+  log.info('guest_auth', {
+    enabled: guestsEnabled(ctx),
+    key_id: options.settings.guest_verifier_key_id,
+    key_ids: Object.keys(options.settings.guest_verifier_pepper),
+  });
 
   const app = createApp(ctx, options.routes);
   const handle = nodeHandler({ app, ids, proxies: new TrustedProxies(options.settings.trusted_proxies) });
@@ -116,11 +136,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log.info('migrations_complete', { applied, database: options.database.kind });
   });
   readyPromise.catch((err) => log.error('migrations_failed', { error: err }));
+  const guestReaper = new GuestReaper(ctx);
+  readyPromise.then(() => guestReaper.start(), () => {});
 
   const hooks: (() => Promise<void> | void)[] = [];
   // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
   live.start(ctx, server);
   hooks.push(() => live.close());
+  hooks.push(() => guestReaper.stop());
   let closing: Promise<void> | null = null;
 
   return {
@@ -129,6 +152,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ctx,
     server,
     ready: readyPromise,
+    guestReaper,
     onShutdown: (hook) => void hooks.push(hook),
     close() {
       closing ??= (async () => {

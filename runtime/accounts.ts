@@ -1,9 +1,11 @@
+import type { Transaction } from 'kysely';
 import type { Ctx } from './context';
 import { isUniqueViolation, jsonb } from './database';
 import { registerErasable } from './erasure';
 import { ApiError, validationFailed } from './errors';
 import { hashPassword, verifyPassword } from './passwords';
 import { assertRegistrationAllowed } from './registration';
+import type { Database } from './schema';
 import { issueTokenPair, type TokenPair } from './tokens';
 
 /** Password accounts: register and login (spec 4.1, rest-payloads 1). */
@@ -53,6 +55,36 @@ export function displayNameProblems(value: unknown): string[] {
   return n < 1 || n > DISPLAY_NAME_MAX ? [`must be 1 to ${DISPLAY_NAME_MAX} characters`] : [];
 }
 
+export interface NewPlayer {
+  username: string;
+  displayName: string;
+  /** Null for guests and provider-only accounts. */
+  hashedPassword: string | null;
+}
+
+/**
+ * The one way a player row comes to exist (register, provider first sign-in,
+ * guest create): the player and its stats row, inside the caller's
+ * transaction. A taken username surfaces as the unique violation.
+ */
+export async function insertPlayer(trx: Transaction<Database>, ctx: Pick<Ctx, 'ids' | 'clock'>, player: NewPlayer): Promise<string> {
+  const playerId = ctx.ids.uuid();
+  const now = new Date(ctx.clock.now());
+  await trx
+    .insertInto('players')
+    .values({
+      id: playerId,
+      username: player.username,
+      display_name: player.displayName,
+      hashed_password: player.hashedPassword,
+      metadata: jsonb({}),
+      updated_at: now,
+    })
+    .execute();
+  await trx.insertInto('player_stats').values({ player_id: playerId, metadata: jsonb({}), updated_at: now }).execute();
+  return playerId;
+}
+
 export interface PasswordRegistration {
   username: string;
   password: string;
@@ -76,25 +108,16 @@ export async function registerWithPassword(ctx: Ctx, input: PasswordRegistration
   if (Object.keys(problems).length) throw validationFailed('fields', problems);
 
   const hashed = await hashPassword(input.password, ctx.settings.pbkdf2_iterations);
-  const playerId = ctx.ids.uuid();
-  const now = new Date(ctx.clock.now());
   try {
-    const pair = await ctx.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('players')
-        .values({
-          id: playerId,
-          username: input.username,
-          display_name: (input.displayName as string | undefined) ?? input.username,
-          hashed_password: hashed,
-          metadata: jsonb({}),
-          updated_at: now,
-        })
-        .execute();
-      await trx.insertInto('player_stats').values({ player_id: playerId, metadata: jsonb({}), updated_at: now }).execute();
-      return issueOrFail(ctx, () => issueTokenPair(trx, ctx, playerId));
+    return await ctx.db.transaction().execute(async (trx) => {
+      const playerId = await insertPlayer(trx, ctx, {
+        username: input.username,
+        displayName: (input.displayName as string | undefined) ?? input.username,
+        hashedPassword: hashed,
+      });
+      const pair = await issueOrFail(ctx, () => issueTokenPair(trx, ctx, playerId));
+      return { player_id: playerId, ...pair, username: input.username };
     });
-    return { player_id: playerId, ...pair, username: input.username };
   } catch (err) {
     if (isUniqueViolation(err)) throw new ApiError('auth.username_taken', 'That username is taken.', { field: 'username' });
     throw err;
@@ -120,7 +143,8 @@ export async function loginWithPassword(ctx: Ctx, username: string, password: st
   return { player_id: player.id, ...pair, username: player.username };
 }
 
-async function issueOrFail(ctx: Ctx, issue: () => Promise<TokenPair>): Promise<TokenPair> {
+/** Token issuance failures answer `auth.token_issue_failed` on every sign-in route. */
+export async function issueOrFail(ctx: Ctx, issue: () => Promise<TokenPair>): Promise<TokenPair> {
   try {
     return await issue();
   } catch (err) {

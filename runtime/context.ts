@@ -1,6 +1,7 @@
 import type { LiveChat } from './chat';
 import type { ClientGate } from './client-gate';
 import type { Db } from './database';
+import type { IdentityProviders } from './identities';
 import type { IdSource } from './ids';
 import type { Logger } from './log';
 import type { LiveMatches, LiveMatchmaker } from './matches';
@@ -31,6 +32,12 @@ export interface Ctx {
   seams?: Seams;
   /** This node's real-time state (sessions, matches, matchmaker, RPC), owned by the host. */
   live: LiveState;
+  /**
+   * Verifies provider tokens (OIDC ID tokens, ticket-provider tickets). Built by
+   * the host with `createIdentityProviders` over its own fetch (pinned trust
+   * anchor, timeout); holds the discovery and key caches.
+   */
+  identity: IdentityProviders;
 }
 
 /** What REST handlers and other host services may reach of the real-time host. */
@@ -81,6 +88,12 @@ export interface TokenResolver {
 export interface Seams {
   /** Self-erase: after the password check, before the erasing transaction. */
   eraseAfterCheck?(playerId: string): Promise<void>;
+  /** Guest sign-in: the device is unknown, before the creating transaction. */
+  guestAfterLookup?(deviceId: string): Promise<void>;
+  /** Guest creation: before the unclaimed-guest count; a throw stands for a database fault there. */
+  guestBeforeCount?(): Promise<void>;
+  /** Provider sign-in: the identity is unknown, before the creating transaction. */
+  providerAfterLookup?(provider: string, uid: string): Promise<void>;
 }
 
 export interface Clock {

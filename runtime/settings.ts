@@ -49,6 +49,12 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
 
 export type RegistrationMode = 'open' | 'oauth_only' | 'closed';
 
+/** The OIDC providers a deployment may configure (rest-payloads: placeholder names resolved). */
+export const OIDC_PROVIDERS = ['google', 'apple', 'microsoft', 'discord'] as const;
+export type OidcProviderName = (typeof OIDC_PROVIDERS)[number];
+/** Peppers shorter than this count as absent (spec 5.4). */
+export const MIN_PEPPER_BYTES = 32;
+
 const positiveInt = z.number().int().positive();
 const rateRule = z.object({ limit: positiveInt, window: positiveInt }).strict();
 const gameModeEntry = z
@@ -61,6 +67,12 @@ const gameModeEntry = z
     strategy: z.string().min(1).optional(),
   })
   .catchall(z.json());
+
+// Entries are checked at boot by runtime/oidc.ts, which drops (and logs) one
+// without an https issuer instead of stopping the node (spec 5.2).
+const oidcProviderEntry = z
+  .object({ issuer: z.string().optional(), client_id: z.string().min(1).optional(), client_secret: z.string().optional() })
+  .strict();
 
 const rawSchema = z
   .object({
@@ -82,6 +94,24 @@ const rawSchema = z
     client_gate: z.string().min(1).optional(),
     client_gate_timeout: positiveInt.default(5000),
     client_gate_on_error: z.enum(['fail', 'skip']).default('fail'),
+    /** Operator override of the game's `guest_auth` declaration; when set it wins both ways (lua-scripting 3.3). */
+    guest_auth: z.boolean().optional(),
+    /** Key id → pepper (or one bare pepper); under 32 bytes counts as absent. */
+    guest_verifier_pepper: z.union([z.string(), z.record(z.string().min(1).max(64), z.string())]).optional(),
+    guest_verifier_key_id: z.string().min(1).max(64).default('v1'),
+    /** Maximum unclaimed guests; `infinity` for no cap. */
+    guest_unlinked_cap: z.union([z.number().int().min(0), z.literal('infinity')]).default('infinity'),
+    /** Seconds of inactivity after which an unclaimed guest is erased; unset keeps guests forever. */
+    guest_reap_after: positiveInt.optional(),
+    guest_reap_interval_ms: positiveInt.default(60_000),
+    oidc_providers: z.partialRecord(z.enum(OIDC_PROVIDERS), oidcProviderEntry).default({}),
+    /** PEM file of the trust anchor(s) for OIDC discovery and key fetches; unset uses the system roots. */
+    oidc_ca_file: z.string().min(1).optional(),
+    /** Bound on one outbound call to an identity provider (discovery, keys, ticket API). */
+    provider_timeout_ms: positiveInt.default(5000),
+    steam_api_key: z.string().min(1).optional(),
+    steam_app_id: z.union([z.string().regex(/^\d+$/), z.number().int().positive()]).optional(),
+    steam_api_base: z.string().url().default('https://api.steampowered.com'),
     /**
      * Browser origins allowed to open `/ws`; unset or empty admits all. Checked
      * by the gateway, not here: a malformed value fails closed (wire-protocol 4.3).
@@ -119,7 +149,9 @@ const rawSchema = z
 
 export type RawSettings = z.input<typeof rawSchema>;
 
-export interface Settings extends Omit<z.output<typeof rawSchema>, 'registration' | 'rate_limits'> {
+export interface Settings extends Omit<z.output<typeof rawSchema>, 'registration' | 'rate_limits' | 'guest_verifier_pepper'> {
+  /** Usable peppers by key id (a bare pepper becomes `guest_verifier_key_id`); empty when none qualifies. */
+  guest_verifier_pepper: Record<string, string>;
   /** The operator's posture, or null when unset (the game script may then narrow it). */
   registration: RegistrationMode | null;
   /** Every group with the operator's overrides applied. */
@@ -164,10 +196,19 @@ export function parseSettings(input: unknown): { settings: Settings; notices: Se
     }
   }
 
+  const peppers: Record<string, string> = {};
+  const rawPepper = raw.guest_verifier_pepper;
+  const given = typeof rawPepper === 'string' ? { [raw.guest_verifier_key_id]: rawPepper } : (rawPepper ?? {});
+  for (const [keyId, pepper] of Object.entries(given)) {
+    if (new TextEncoder().encode(pepper).byteLength >= MIN_PEPPER_BYTES) peppers[keyId] = pepper;
+    else notices.push({ key: `guest_verifier_pepper.${keyId}`, message: `shorter than ${MIN_PEPPER_BYTES} bytes; treated as absent` });
+  }
+
   return {
     settings: {
       ...raw,
       registration,
+      guest_verifier_pepper: peppers,
       rate_limits: { ...DEFAULT_RATE_LIMITS, ...raw.rate_limits },
     },
     notices,

@@ -166,6 +166,14 @@ export async function revokeSession(ctx: Ctx, refreshToken: string | null, acces
   for (const playerId of players) ctx.auth.evictPlayer(playerId);
 }
 
+/**
+ * Revokes every token of a player, all families (guest upgrade). The caller
+ * evicts the player's cached tokens after its transaction commits.
+ */
+export async function revokePlayerTokens(trx: Transaction<Database>, playerId: string): Promise<void> {
+  await trx.deleteFrom('player_tokens').where('user_id', '=', playerId).execute();
+}
+
 /** Deletes a family's tokens; a token minted without a family goes alone. */
 async function revokeFamily(trx: Transaction<Database>, familyId: string | null, tokenId: string): Promise<void> {
   if (familyId === null) {

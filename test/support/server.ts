@@ -38,6 +38,8 @@ export interface TestServerOptions {
   waitReady?: boolean;
   /** A game directory (host/game.ts) whose modes the real-time host serves. */
   gameDir?: string;
+  /** What the game declares deployment-wide (`guest_auth`, registration); default declares nothing. */
+  game?: ServerOptions['game'];
   /** A clock the test can move (timers still run on real time). */
   clock?: Clock;
 }
@@ -53,6 +55,7 @@ export async function startTestServer(raw: RawSettings = {}, options: TestServer
     database,
     log: log ?? silentLogger,
     ...(game ? { live: { game } } : {}),
+    ...(options.game ? { game: options.game } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.extraRoutes ? { routes: [...allRoutes(), ...options.extraRoutes] } : {}),
     ...(options.migrate ? { migrate: options.migrate } : {}),
