@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
+import { startTestServer, type TestServer } from './support/server';
+import { TestSocket } from './support/ws-client';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ rate_limits: { ws_connect: { limit: 1000, window: 1000 } } });
+});
+afterAll(async () => {
+  await s.close();
+});
+
+const create = (p: TestPlayer, body: unknown) => s.call('POST', '/api/v1/groups', { token: p.access_token, body });
+const join = (p: TestPlayer, id: string) => s.call('POST', `/api/v1/groups/${id}/join`, { token: p.access_token });
+const leave = (p: TestPlayer, id: string) => s.call('POST', `/api/v1/groups/${id}/leave`, { token: p.access_token });
+const members = (p: TestPlayer, id: string, q = '') => s.call('GET', `/api/v1/groups/${id}/members${q}`, { token: p.access_token });
+const setRole = (p: TestPlayer, id: string, target: string, role: unknown) =>
+  s.call('PUT', `/api/v1/groups/${id}/members/${target}/role`, { token: p.access_token, body: role === undefined ? {} : { role } });
+const kick = (p: TestPlayer, id: string, target: string) => s.call('DELETE', `/api/v1/groups/${id}/members/${target}`, { token: p.access_token });
+const roleOf = async (id: string, p: TestPlayer) => (await members(p, id)).body.members.find((m: any) => m.player_id === p.player_id)?.role;
+
+/** A group with one player in each role. */
+async function staffed(): Promise<{ id: string; owner: TestPlayer; admin: TestPlayer; moderator: TestPlayer; member: TestPlayer; outsider: TestPlayer }> {
+  const [owner, admin, moderator, member, outsider] = await Promise.all([1, 2, 3, 4, 5].map(() => registerPlayer(s)));
+  const g = await create(owner!, { name: 'Staffed', open: true });
+  const id = g.body.id;
+  for (const p of [admin!, moderator!, member!]) expect((await join(p, id)).status).toBe(200);
+  expect((await setRole(owner!, id, admin!.player_id, 'admin')).status).toBe(200);
+  expect((await setRole(owner!, id, moderator!.player_id, 'moderator')).status).toBe(200);
+  return { id, owner: owner!, admin: admin!, moderator: moderator!, member: member!, outsider: outsider! };
+}
+
+describe('create, get, update', () => {
+  it('creates a group whose creator is its owner', async () => {
+    const p = await registerPlayer(s);
+    const res = await create(p, { name: 'Raiders', description: 'we raid', max_members: 10, open: true, metadata: { x: 1 } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ name: 'Raiders', description: 'we raid', max_members: 10, open: true, creator_id: p.player_id, metadata: {} });
+    expect((await members(p, res.body.id)).body.members).toMatchObject([{ player_id: p.player_id, role: 'owner', group_id: res.body.id }]);
+    const got = await s.call('GET', `/api/v1/groups/${res.body.id}`, { token: (await registerPlayer(s)).access_token });
+    expect(got.body).toEqual(res.body);
+  });
+
+  it('validates the fields', async () => {
+    const p = await registerPlayer(s);
+    expectError(await create(p, {}), 400, 'missing_field');
+    const short = await create(p, { name: 'x' });
+    expectError(short, 422, 'validation_failed');
+    expect(short.body.errors.name).toBeDefined();
+    expectError(await create(p, { name: 'ok name', open: 'yes' }), 422, 'validation_failed');
+    expectError(await create(p, { name: 'ok name', max_members: 0 }), 422, 'validation_failed');
+    expectError(await s.call('GET', '/api/v1/groups/nope', { token: p.access_token }), 404, 'social.group_not_found');
+    expectError(await s.call('GET', '/api/v1/groups/0190c1f2-aaaa-7000-8000-000000000001', { token: p.access_token }), 404, 'social.group_not_found');
+  });
+
+  it('lets admins and the owner update; others get 403', async () => {
+    const g = await staffed();
+    const put = (p: TestPlayer, body: unknown) => s.call('PUT', `/api/v1/groups/${g.id}`, { token: p.access_token, body });
+    expect((await put(g.owner, { name: 'Renamed' })).body.name).toBe('Renamed');
+    expect((await put(g.admin, { description: null, open: false })).body).toMatchObject({ name: 'Renamed', description: null, open: false });
+    expectError(await put(g.moderator, { name: 'Nope' }), 403, 'forbidden');
+    expectError(await put(g.member, { name: 'Nope' }), 403, 'forbidden');
+    expectError(await put(g.outsider, { name: 'Nope' }), 403, 'forbidden');
+    expectError(await put(g.owner, { name: 'N' }), 422, 'validation_failed');
+  });
+});
+
+describe('joining and leaving', () => {
+  it('joins an open group at once, refuses a second join and a full group', async () => {
+    const [owner, a, b] = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];
+    const id = (await create(owner, { name: 'Tiny', open: true, max_members: 2 })).body.id;
+    const res = await join(a, id);
+    expect(res.body).toEqual({ success: true, group_id: id, status: 'joined' });
+    expectError(await join(a, id), 409, 'social.already_member');
+    expectError(await join(b, id), 409, 'social.group_full');
+    expectError(await join(b, '0190c1f2-aaaa-7000-8000-000000000001'), 404, 'social.group_not_found');
+  });
+
+  it('files a join request for a closed group that an admin accepts, with notifications both ways', async () => {
+    const [owner, a, stranger] = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];
+    const id = (await create(owner, { name: 'Closed club' })).body.id;
+    const ownerSock = await TestSocket.open(s);
+    await ownerSock.request('session.connect', { token: owner.access_token });
+    expect((await join(a, id)).body).toEqual({ success: true, group_id: id, status: 'requested' });
+    const note = await ownerSock.next('notification.new');
+    expect(note.payload).toMatchObject({ type: 'group_join_request', content: { group_id: id, player_id: a.player_id } });
+    expect((await join(a, id)).body.status).toBe('requested');
+    expect(await roleOf(id, a)).toBeUndefined();
+
+    const requests = await s.call('GET', `/api/v1/groups/${id}/requests`, { token: owner.access_token });
+    expect(requests.body.requests).toMatchObject([{ player_id: a.player_id, kind: 'request' }]);
+    expectError(await s.call('GET', `/api/v1/groups/${id}/requests`, { token: a.access_token }), 403, 'forbidden');
+    expectError(await s.call('POST', `/api/v1/groups/${id}/requests/${a.player_id}/accept`, { token: a.access_token }), 403, 'forbidden');
+    expectError(await s.call('POST', `/api/v1/groups/${id}/requests/${stranger.player_id}/accept`, { token: owner.access_token }), 404, 'social.request_not_found');
+
+    const accepted = await s.call('POST', `/api/v1/groups/${id}/requests/${a.player_id}/accept`, { token: owner.access_token });
+    expect(accepted.body).toMatchObject({ group_id: id, player_id: a.player_id, role: 'member' });
+    expect(await roleOf(id, a)).toBe('member');
+    const mine = await s.call('GET', '/api/v1/notifications', { token: a.access_token });
+    expect(mine.body.notifications[0]).toMatchObject({ type: 'group_join_accepted', content: { group_id: id } });
+    ownerSock.close();
+  });
+
+  it('lets an invited player join a closed group directly; an admin can reject a request', async () => {
+    const [owner, invited, asker] = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];
+    const id = (await create(owner, { name: 'Invite only' })).body.id;
+    const inv = await s.call('POST', `/api/v1/groups/${id}/invites`, { token: owner.access_token, body: { player_id: invited.player_id } });
+    expect(inv.body).toMatchObject({ kind: 'invite', player_id: invited.player_id, invited_by: owner.player_id });
+    expect((await s.call('GET', '/api/v1/notifications', { token: invited.access_token })).body.notifications[0].type).toBe('group_invite');
+    expectError(await s.call('POST', `/api/v1/groups/${id}/invites`, { token: invited.access_token, body: { player_id: asker.player_id } }), 403, 'forbidden');
+    expect((await join(invited, id)).body.status).toBe('joined');
+    expectError(await s.call('POST', `/api/v1/groups/${id}/invites`, { token: owner.access_token, body: { player_id: invited.player_id } }), 409, 'social.already_member');
+
+    await join(asker, id);
+    expect((await s.call('DELETE', `/api/v1/groups/${id}/requests/${asker.player_id}`, { token: owner.access_token })).body).toEqual({ success: true });
+    expectError(await s.call('DELETE', `/api/v1/groups/${id}/requests/${asker.player_id}`, { token: owner.access_token }), 404, 'social.request_not_found');
+    expect(await roleOf(id, asker)).toBeUndefined();
+  });
+
+  it('lets members leave, answers success for non-members, and stops the last owner until they hand over', async () => {
+    const g = await staffed();
+    expect((await leave(g.member, g.id)).body).toEqual({ success: true });
+    expect((await leave(g.outsider, g.id)).body).toEqual({ success: true });
+    expect((await leave(g.outsider, 'nope')).body).toEqual({ success: true });
+    expectError(await leave(g.owner, g.id), 409, 'social.last_owner');
+    const transfer = await setRole(g.owner, g.id, g.admin.player_id, 'owner');
+    expect(transfer.body).toMatchObject({ player_id: g.admin.player_id, role: 'owner' });
+    expect(await roleOf(g.id, g.owner)).toBe('admin');
+    expect((await leave(g.owner, g.id)).status).toBe(200);
+    expect(await roleOf(g.id, g.admin)).toBe('owner');
+  });
+});
+
+describe('roles and kicks', () => {
+  it('applies the role matrix: only downward, never to a role at or above your own', async () => {
+    const g = await staffed();
+    // Admin promotes a member to moderator, demotes a moderator; cannot touch the owner or make admins.
+    expect((await setRole(g.admin, g.id, g.member.player_id, 'moderator')).body.role).toBe('moderator');
+    expect((await setRole(g.admin, g.id, g.member.player_id, 'member')).body.role).toBe('member');
+    expectError(await setRole(g.admin, g.id, g.member.player_id, 'admin'), 403, 'forbidden');
+    expectError(await setRole(g.admin, g.id, g.owner.player_id, 'member'), 403, 'forbidden');
+    expectError(await setRole(g.admin, g.id, g.admin.player_id, 'member'), 403, 'forbidden');
+    expectError(await setRole(g.admin, g.id, g.member.player_id, 'owner'), 403, 'forbidden');
+    // Moderators and members change no roles.
+    expectError(await setRole(g.moderator, g.id, g.member.player_id, 'member'), 403, 'forbidden');
+    expectError(await setRole(g.member, g.id, g.member.player_id, 'moderator'), 403, 'forbidden');
+    // The owner makes admins, cannot transfer to itself.
+    expect((await setRole(g.owner, g.id, g.moderator.player_id, 'admin')).body.role).toBe('admin');
+    expectError(await setRole(g.owner, g.id, g.owner.player_id, 'owner'), 403, 'forbidden');
+    // Input errors.
+    expectError(await setRole(g.owner, g.id, g.member.player_id, 'emperor'), 400, 'social.invalid_role');
+    expectError(await setRole(g.owner, g.id, g.member.player_id, undefined), 400, 'missing_field');
+    expectError(await setRole(g.owner, g.id, g.outsider.player_id, 'member'), 404, 'social.member_not_found');
+    expectError(await setRole(g.outsider, g.id, g.member.player_id, 'member'), 404, 'social.member_not_found');
+  });
+
+  it('kicks only members ranked below the actor, from moderator up', async () => {
+    const g = await staffed();
+    expectError(await kick(g.member, g.id, g.moderator.player_id), 403, 'forbidden');
+    expectError(await kick(g.moderator, g.id, g.admin.player_id), 403, 'forbidden');
+    expectError(await kick(g.admin, g.id, g.admin.player_id), 403, 'forbidden');
+    expectError(await kick(g.admin, g.id, g.owner.player_id), 403, 'forbidden');
+    expect((await kick(g.moderator, g.id, g.member.player_id)).body).toEqual({ success: true });
+    expectError(await kick(g.moderator, g.id, g.member.player_id), 404, 'social.member_not_found');
+    expect((await kick(g.owner, g.id, g.admin.player_id)).status).toBe(200);
+    expectError(await kick(g.outsider, g.id, g.moderator.player_id), 404, 'social.member_not_found');
+    const left = (await members(g.owner, g.id)).body.members.map((m: any) => m.player_id).sort();
+    expect(left).toEqual([g.owner.player_id, g.moderator.player_id].sort());
+  });
+
+  it('lists members newest first with limit and before; an unknown group lists nobody', async () => {
+    const g = await staffed();
+    const all = (await members(g.outsider, g.id)).body.members;
+    expect(all.map((m: any) => m.player_id)).toEqual([g.member, g.moderator, g.admin, g.owner].map((p) => p.player_id));
+    const page1 = (await members(g.outsider, g.id, '?limit=2')).body.members;
+    const page2 = (await members(g.outsider, g.id, `?limit=2&before=${page1[1].id}`)).body.members;
+    expect([...page1, ...page2]).toEqual(all);
+    expect((await members(g.outsider, '0190c1f2-aaaa-7000-8000-000000000001')).body).toEqual({ members: [] });
+  });
+});
