@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { createApp } from '../handlers/app';
 import type { Route } from '../handlers/http';
 import { systemClock, type Clock, type Ctx, type GameDeclarations } from '../runtime/context';
@@ -7,6 +8,7 @@ import { ApiError } from '../runtime/errors';
 import { uuidv7Source } from '../runtime/ids';
 import { jsonLogger, type Logger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
+import { passwordHasher } from '../runtime/passwords';
 import { findAccessToken } from '../runtime/tokens';
 import { guestsEnabled } from '../runtime/guests';
 import { createIdentityProviders } from '../runtime/identities';
@@ -67,6 +69,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ttlMs: options.settings.auth_cache_ttl_ms,
   });
   const clientGate = await loadClientGate(options.settings.client_gate);
+  // Leave a core to the event loop: a storm of logins queues for the others.
+  const passwords = passwordHasher({
+    iterations: () => options.settings.pbkdf2_iterations,
+    concurrency: Math.max(1, availableParallelism() - 1),
+  });
 
   const live = new LiveHost(options.live);
   const timeoutMs = options.settings.provider_timeout_ms;
@@ -87,6 +94,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     auth: tokens,
     game: options.game ?? { registration: () => null, guestAuth: () => false },
     readiness: { ready: () => ready },
+    passwords,
     clientGate,
     live,
     identity,

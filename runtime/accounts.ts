@@ -3,7 +3,6 @@ import type { Ctx } from './context';
 import { isUniqueViolation, jsonb } from './database';
 import { registerErasable } from './erasure';
 import { ApiError, validationFailed } from './errors';
-import { hashPassword, verifyPassword } from './passwords';
 import { assertRegistrationAllowed } from './registration';
 import type { Database } from './schema';
 import { issueTokenPair, type TokenPair } from './tokens';
@@ -107,7 +106,7 @@ export async function registerWithPassword(ctx: Ctx, input: PasswordRegistration
   }
   if (Object.keys(problems).length) throw validationFailed('fields', problems);
 
-  const hashed = await hashPassword(input.password, ctx.settings.pbkdf2_iterations);
+  const hashed = await ctx.passwords.hash(input.password);
   try {
     return await ctx.db.transaction().execute(async (trx) => {
       const playerId = await insertPlayer(trx, ctx, {
@@ -135,7 +134,7 @@ export async function loginWithPassword(ctx: Ctx, username: string, password: st
     .select(['id', 'username', 'hashed_password', 'banned_at'])
     .where('username', '=', username)
     .executeTakeFirst();
-  const matches = await verifyPassword(password, player?.hashed_password ?? null, ctx.settings.pbkdf2_iterations);
+  const matches = await ctx.passwords.verify(password, player?.hashed_password ?? null);
   if (!player || !matches || player.banned_at !== null) {
     throw new ApiError('auth.invalid_credentials', 'Wrong username or password.');
   }

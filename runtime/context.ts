@@ -4,6 +4,7 @@ import type { Db } from './database';
 import type { IdentityProviders } from './identities';
 import type { IdSource } from './ids';
 import type { Logger } from './log';
+import type { PasswordHasher } from './passwords';
 import type { LiveMatches, LiveMatchmaker } from './matches';
 import type { LivePresence } from './presence';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
@@ -26,6 +27,8 @@ export interface Ctx {
   game: GameDeclarations;
   /** False while migrations run: every API route answers 503 `not_ready`. */
   readiness: { ready(): boolean };
+  /** Password hashing with the host's bound on concurrent derivations (runtime/passwords.ts). */
+  passwords: PasswordHasher;
   /** The operator's client gate (spec 5.7), loaded by the host; null when unset. Call it through `passClientGate`. */
   clientGate: ClientGate | null;
   /** Test-only interleaving points; production hosts leave this unset. */

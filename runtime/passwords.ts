@@ -18,6 +18,49 @@ const MAX_ITERATIONS = 10_000_000;
 // an unknown username and a wrong password take the same time.
 const DUMMY_SALT = new Uint8Array(SALT_BYTES);
 
+/**
+ * What services call (through `ctx.passwords`). The host bounds how many
+ * derivations run at once: each one pins a CPU core for tens of milliseconds,
+ * and a login storm that took every core would stall the event loop serving
+ * cheap reads. Queued derivations wait their turn instead.
+ */
+export interface PasswordHasher {
+  /** Hashes at the current `pbkdf2_iterations`. */
+  hash(password: string): Promise<string>;
+  /** See `verifyPassword`; a null `stored` costs the same as a wrong password. */
+  verify(password: string, stored: string | null): Promise<boolean>;
+}
+
+export function passwordHasher(options: { iterations: () => number; concurrency: number }): PasswordHasher {
+  const slots = new Slots(Math.max(1, Math.floor(options.concurrency)));
+  return {
+    hash: (password) => slots.run(() => hashPassword(password, options.iterations())),
+    verify: (password, stored) => slots.run(() => verifyPassword(password, stored, options.iterations())),
+  };
+}
+
+/** A FIFO counting semaphore. */
+class Slots {
+  #free: number;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.#free = size;
+  }
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#free > 0) this.#free--;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#free++;
+    }
+  }
+}
+
 export async function hashPassword(password: string, iterations: number): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
   const key = await derive(password, salt, iterations);

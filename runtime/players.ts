@@ -6,7 +6,6 @@ import { isoSeconds, jsonb } from './database';
 import { erasePlayer } from './erasure';
 import { ApiError, missingField, validationFailed } from './errors';
 import { isUuid } from './ids';
-import { verifyPassword } from './passwords';
 import type { PlayersTable } from './schema';
 
 /** Player profiles and self-erasure (spec 4.2, rest-payloads 2). */
@@ -95,7 +94,7 @@ export async function eraseSelf(ctx: Ctx, playerId: string, body: Record<string,
   if (!player) throw new ApiError('unauthenticated');
   if (player.hashed_password !== null) {
     if (typeof body.password !== 'string') throw missingField('password');
-    const ok = await verifyPassword(body.password, player.hashed_password, ctx.settings.pbkdf2_iterations);
+    const ok = await ctx.passwords.verify(body.password, player.hashed_password);
     if (!ok) throw new ApiError('player.confirmation_failed', 'The password does not match; nothing was deleted.');
   }
   await ctx.seams?.eraseAfterCheck?.(playerId);
