@@ -23,7 +23,8 @@ function memory() {
   (globalThis as { gc?: () => void }).gc?.();
   (globalThis as { gc?: () => void }).gc?.();
   const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed, external: m.external + m.arrayBuffers };
+  const cpu = process.cpuUsage();
+  return { rss: m.rss, heap: m.heapUsed, external: m.external + m.arrayBuffers, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 if (kind === 'bare') {
@@ -33,6 +34,7 @@ if (kind === 'bare') {
   server.listen(0, '127.0.0.1', () => send({ port: (server.address() as { port: number }).port }));
   process.on('message', (m: { op: string }) => {
     if (m.op === 'memory') send({ op: 'memory', ...memory() });
+    if (m.op === 'cpu') send({ op: 'cpu', cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000 });
   });
 } else {
   const { settings } = parseSettings({
@@ -53,6 +55,9 @@ if (kind === 'bare') {
 
   let provisioned = 0;
   process.on('message', async (m: { op: string; n?: number }) => {
+    // A clean exit lets --cpu-prof write its profile.
+    if (m.op === 'exit') process.exit(0);
+    if (m.op === 'cpu') send({ op: 'cpu', cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000 });
     if (m.op === 'memory') send({ op: 'memory', ...memory(), sessions: live.gateway.sessions.size, matches: live.matches.size });
     if (m.op === 'lateness-reset') {
       live.matches.resetLateness();
