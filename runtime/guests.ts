@@ -6,7 +6,6 @@ import { isUniqueViolation, jsonb, type Db } from './database';
 import { erasePlayer } from './erasure';
 import { ApiError, rateLimited, validationFailed } from './errors';
 import { isIdentityConflict } from './identities';
-import { hashPassword } from './passwords';
 import { assertRegistrationAllowed } from './registration';
 import type { Database } from './schema';
 import { issueTokenPair, revokePlayerTokens } from './tokens';
@@ -257,7 +256,7 @@ export async function upgradeGuest(ctx: Ctx, playerId: string, username: string,
   if (!state) throw new ApiError('player.not_found', 'No such player.');
   if (!state.is_unclaimed) throw new ApiError('guest.not_unclaimed', 'Only an unclaimed guest account can be upgraded.');
 
-  const hashed = await hashPassword(password, ctx.settings.pbkdf2_iterations);
+  const hashed = await ctx.passwords.hash(password);
   let pair;
   try {
     pair = await ctx.db.transaction().execute(async (trx) => {
