@@ -1,6 +1,6 @@
 // Login storm: does password hashing starve cheap authenticated reads?
 //
-//   npm run bench -- login-storm [--accounts 200] [--concurrency 200] [--rounds 3] [--baseline-ms 3000]
+//   npm run bench -- login-storm [--accounts 200] [--concurrency 200] [--rounds 1] [--baseline-ms 3000]
 //
 // Starts the real host (host/main.ts, embedded database, default 100000
 // PBKDF2 iterations) as a child process, registers the accounts, measures the
@@ -23,7 +23,7 @@ function arg(name: string, fallback: number): number {
 }
 const ACCOUNTS = arg('accounts', 200);
 const CONCURRENCY = arg('concurrency', 200);
-const ROUNDS = arg('rounds', 3);
+const ROUNDS = arg('rounds', 1);
 const BASELINE_MS = arg('baseline-ms', 3000);
 
 async function freePort(): Promise<number> {

@@ -129,17 +129,21 @@ export async function registerWithPassword(ctx: Ctx, input: PasswordRegistration
  * key derivation, so neither status nor timing tells which it was.
  */
 export async function loginWithPassword(ctx: Ctx, username: string, password: string): Promise<SignIn> {
-  const player = await ctx.db
-    .selectFrom('players')
-    .select(['id', 'username', 'hashed_password', 'banned_at'])
-    .where('username', '=', username)
-    .executeTakeFirst();
-  const matches = await ctx.passwords.verify(password, player?.hashed_password ?? null);
+  let player: { id: string; username: string; hashed_password: string | null; banned_at: Date | null } | undefined;
+  const matches = await ctx.passwords.verify(password, async () => {
+    player = await ctx.db
+      .selectFrom('players')
+      .select(['id', 'username', 'hashed_password', 'banned_at'])
+      .where('username', '=', username)
+      .executeTakeFirst();
+    return player?.hashed_password ?? null;
+  });
   if (!player || !matches || player.banned_at !== null) {
     throw new ApiError('auth.invalid_credentials', 'Wrong username or password.');
   }
-  const pair = await issueOrFail(ctx, () => issueTokenPair(ctx.db, ctx, player.id));
-  return { player_id: player.id, ...pair, username: player.username };
+  const { id, username: name } = player;
+  const pair = await issueOrFail(ctx, () => issueTokenPair(ctx.db, ctx, id));
+  return { player_id: id, ...pair, username: name };
 }
 
 /** Token issuance failures answer `auth.token_issue_failed` on every sign-in route. */

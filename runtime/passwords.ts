@@ -27,15 +27,20 @@ const DUMMY_SALT = new Uint8Array(SALT_BYTES);
 export interface PasswordHasher {
   /** Hashes at the current `pbkdf2_iterations`. */
   hash(password: string): Promise<string>;
-  /** See `verifyPassword`; a null `stored` costs the same as a wrong password. */
-  verify(password: string, stored: string | null): Promise<boolean>;
+  /**
+   * See `verifyPassword`; a null `stored` costs the same as a wrong password.
+   * Given a loader, it runs once a slot is free, so a queued login holds no
+   * database work until its turn comes.
+   */
+  verify(password: string, stored: string | null | (() => Promise<string | null>)): Promise<boolean>;
 }
 
 export function passwordHasher(options: { iterations: () => number; concurrency: number }): PasswordHasher {
   const slots = new Slots(Math.max(1, Math.floor(options.concurrency)));
   return {
     hash: (password) => slots.run(() => hashPassword(password, options.iterations())),
-    verify: (password, stored) => slots.run(() => verifyPassword(password, stored, options.iterations())),
+    verify: (password, stored) =>
+      slots.run(async () => verifyPassword(password, typeof stored === 'function' ? await stored() : stored, options.iterations())),
   };
 }
 
