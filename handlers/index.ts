@@ -7,4 +7,6 @@ export { uuidv7Source } from '../runtime/ids';
 export { jsonLogger, silentLogger } from '../runtime/log';
 export { systemClock } from '../runtime/context';
 export { migrateToLatest } from '../runtime/migrate';
+// Builds `ctx.identity` over the embedding host's own fetch.
+export { createIdentityProviders } from '../runtime/identities';
 export { Kysely } from 'kysely';
