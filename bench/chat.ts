@@ -4,7 +4,7 @@
 // latency from `chat.send` to the LAST member receiving the `chat.message`
 // (p50/p99), checks that every member got every message exactly once, and
 // reports deliveries per second; first at the target rate (20 messages/s,
-// target p99 < 50 ms), then flooding (200 messages/s) for the ceiling. The
+// target p99 < 50 ms), then flooding (100 messages/s) for the ceiling. The
 // baseline, measured in the same run with the same client code, is a bare
 // `ws` server that answers every request frame and broadcasts each
 // `chat.send` to every socket with one encoding.
@@ -103,7 +103,13 @@ function member(port: number, token: string, onMessage: (m: Member, frame: { typ
     ws.on('error', reject);
     ws.on('open', () => ws.send(JSON.stringify({ type: 'session.connect', cid: 'c', payload: { token } })));
     ws.on('message', (data) => {
-      const f = JSON.parse(data.toString());
+      const text = data.toString();
+      // The hot path skips JSON.parse: the generator must not be what is measured.
+      if (text.startsWith('{"type":"chat.message"')) {
+        const at = text.indexOf('"content":"') + 11;
+        return onMessage(m, { type: 'chat.message', payload: { content: text.slice(at, text.indexOf('"', at)) } });
+      }
+      const f = JSON.parse(text);
       if (f.type === 'session.connected') ws.send(JSON.stringify({ type: 'chat.join', cid: 'j', payload: { channel_id: CHANNEL } }));
       else if (f.type === 'chat.joined') resolve(m);
       else if (f.type === 'chat.message') onMessage(m, f);
@@ -145,7 +151,7 @@ async function runTarget(kind: 'bare' | 'svc', seconds: number, members: number)
     }
 
     const phases: Phase[] = [];
-    for (const [phase, rate, secs] of [['warm-up', 20, 2], ['target', 20, seconds], ['flood', 200, Math.max(3, Math.floor(seconds / 2))]] as const) {
+    for (const [phase, rate, secs] of [['warm-up', 20, 2], ['target', 20, seconds], ['flood', 100, Math.max(3, Math.floor(seconds / 2))]] as const) {
       // Senders spread the rate so no socket nears the 60 frames/s cap.
       const senders = all.slice(0, Math.max(1, Math.ceil(rate / 20)));
       const ids: string[] = [];
@@ -160,8 +166,8 @@ async function runTarget(kind: 'bare' | 'svc', seconds: number, members: number)
         sentAt.set(id, performance.now());
         senders[n % senders.length]!.ws.send(JSON.stringify({ type: 'chat.send', payload: { channel_id: CHANNEL, content: id } }));
       }
-      // Drain: wait until every message reached every member, or give up after 10 s.
-      const deadline = performance.now() + 10_000;
+      // Drain: wait until every message reached every member; after 30 s what is missing counts as lost.
+      const deadline = performance.now() + 30_000;
       while (performance.now() < deadline && ids.some((id) => (received.get(id) ?? 0) < members)) await new Promise((r) => setTimeout(r, 20));
       const elapsed = (Math.max(...ids.map((id) => lastAt.get(id) ?? started)) - started) / 1000;
       if (phase === 'warm-up') continue;
