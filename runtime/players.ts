@@ -128,11 +128,14 @@ export async function eraseSelf(ctx: Ctx, playerId: string, body: Record<string,
   }
   if (outcome === 'gone') {
     ctx.auth.evictPlayer(playerId);
+    ctx.live.disconnect(playerId);
     throw new ApiError('unauthenticated');
   }
   if (outcome === 'changed') {
     throw new ApiError('player.credentials_changed', 'The password changed during the request; nothing was deleted. Retry.');
   }
+  // The erased player's live sockets go with the tokens.
   ctx.auth.evictPlayer(playerId);
+  ctx.live.disconnect(playerId);
   ctx.log.info('player_erased', { player_id: playerId, via: 'self' });
 }

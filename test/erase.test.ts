@@ -3,10 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../runtime/passwords';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
+import { TestSocket } from './support/ws-client';
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer({ rate_limits: { erase: { limit: 5, window: 60_000 } } });
+  s = await startTestServer({ rate_limits: { erase: { limit: 5, window: 60_000 }, ws_connect: { limit: 1000, window: 1000 } } });
 });
 afterAll(async () => {
   await s.close();
@@ -42,6 +43,25 @@ describe('POST /players/me/erase', () => {
     expect((await profile(bystander)).status).toBe(200);
     // The username is free again.
     expect((await s.call('POST', '/api/v1/auth/register', { body: { username: p.username, password: 'another one' } })).status).toBe(200);
+  });
+
+  it("closes the erased player's live sockets, and the token no longer opens one", async () => {
+    const p = await registerPlayer(s);
+    const other = await registerPlayer(s);
+    const mine = await TestSocket.open(s);
+    const theirs = await TestSocket.open(s);
+    expect((await mine.request('session.connect', { token: p.access_token })).type).toBe('session.connected');
+    expect((await theirs.request('session.connect', { token: other.access_token })).type).toBe('session.connected');
+
+    expect((await erase(p.access_token, { password: p.password })).status).toBe(200);
+    await mine.closed;
+
+    const again = await TestSocket.open(s);
+    expect((await again.request('session.connect', { token: p.access_token })).type).toBe('error');
+    again.ws.close();
+    // Another player's socket stays up.
+    expect((await theirs.request('session.heartbeat')).type).toBe('session.heartbeat');
+    theirs.ws.close();
   });
 
   it('writes an audit row with the player as actor, in the same transaction', async () => {
