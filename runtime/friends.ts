@@ -82,6 +82,23 @@ async function requireOtherPlayer(db: Db | Transaction<Database>, caller: string
   if (!found) throw new ApiError('social.friend_not_found', 'No such player.');
 }
 
+/** Turns a pending request into the friendship and tells the requester (push after commit). */
+async function accept(trx: Transaction<Database>, ctx: Ctx, request: Row, now: Date): Promise<{ row: Row; note: NotificationView }> {
+  const row = await trx
+    .updateTable('friendships')
+    .set({ status: 'accepted', updated_at: now })
+    .where('id', '=', request.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const note = await createNotification(trx, ctx, {
+    playerId: request.player_id,
+    type: 'friend_accepted',
+    subject: 'Your friend request was accepted',
+    content: { friend_id: request.friend_id, friendship_id: row.id },
+  });
+  return { row, note };
+}
+
 /** `POST /friends`. */
 export async function requestFriend(ctx: Ctx, caller: string, friendId: unknown): Promise<FriendshipView> {
   if (typeof friendId !== 'string') throw new ApiError('invalid_payload', "Field 'friend_id' must be a player id string.", { field: 'friend_id' });
@@ -98,19 +115,9 @@ export async function requestFriend(ctx: Ctx, caller: string, friendId: unknown)
       if (mine) return view(mine);
       if (theirs?.status === 'accepted') return view(theirs);
       if (theirs?.status === 'pending') {
-        const accepted = await trx
-          .updateTable('friendships')
-          .set({ status: 'accepted', updated_at: now })
-          .where('id', '=', theirs.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        note = await createNotification(trx, ctx, {
-          playerId: friendId,
-          type: 'friend_accepted',
-          subject: 'Your friend request was accepted',
-          content: { friend_id: caller, friendship_id: accepted.id },
-        });
-        return view(accepted);
+        const accepted = await accept(trx, ctx, theirs, now);
+        note = accepted.note;
+        return view(accepted.row);
       }
       const row = await trx
         .insertInto('friendships')
@@ -164,19 +171,9 @@ export async function answerFriend(ctx: Ctx, caller: string, friendId: string, s
       return view(incoming);
     }
     if (incoming.status === 'accepted') return view(incoming);
-    const row = await trx
-      .updateTable('friendships')
-      .set({ status: 'accepted', updated_at: now })
-      .where('id', '=', incoming.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    note = await createNotification(trx, ctx, {
-      playerId: friendId,
-      type: 'friend_accepted',
-      subject: 'Your friend request was accepted',
-      content: { friend_id: caller, friendship_id: row.id },
-    });
-    return view(row);
+    const accepted = await accept(trx, ctx, incoming, now);
+    note = accepted.note;
+    return view(accepted.row);
   });
   if (note) deliverNotification(ctx, note);
   return result;

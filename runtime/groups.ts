@@ -296,16 +296,22 @@ export async function listMembers(db: Db, id: string, q: MemberQuery): Promise<G
   return rows.map(memberView);
 }
 
+/** Locks the group, then both memberships; either missing is `social.member_not_found`. */
+async function actorAndSubject(trx: Transaction<Database>, id: string, caller: string, target: string) {
+  await lockGroup(trx, id);
+  const actor = await memberRow(trx, id, caller);
+  if (!actor) throw memberNotFound();
+  const subject = isUuid(target) ? await memberRow(trx, id, target) : undefined;
+  if (!subject) throw memberNotFound();
+  return { actor, subject };
+}
+
 /** `PUT /groups/:id/members/:player_id/role`: returns the updated member. */
 export async function changeRole(ctx: Ctx, caller: string, id: string, target: string, role: unknown): Promise<GroupMemberView> {
   if (typeof role !== 'string') throw missingField('role');
   if (!isRole(role)) throw new ApiError('social.invalid_role', 'role must be owner, admin, moderator or member.', { role });
   return ctx.db.transaction().execute(async (trx) => {
-    await lockGroup(trx, id);
-    const actor = await memberRow(trx, id, caller);
-    if (!actor) throw memberNotFound();
-    const subject = isUuid(target) ? await memberRow(trx, id, target) : undefined;
-    if (!subject) throw memberNotFound();
+    const { actor, subject } = await actorAndSubject(trx, id, caller, target);
     const actorRank = ROLE_RANK[actor.role];
 
     if (role === 'owner') {
@@ -325,11 +331,7 @@ export async function changeRole(ctx: Ctx, caller: string, id: string, target: s
 /** `DELETE /groups/:id/members/:player_id`: moderators and up, only downward. */
 export async function kickMember(ctx: Ctx, caller: string, id: string, target: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    await lockGroup(trx, id);
-    const actor = await memberRow(trx, id, caller);
-    if (!actor) throw memberNotFound();
-    const subject = isUuid(target) ? await memberRow(trx, id, target) : undefined;
-    if (!subject) throw memberNotFound();
+    const { actor, subject } = await actorAndSubject(trx, id, caller, target);
     const actorRank = ROLE_RANK[actor.role];
     if (actorRank < ROLE_RANK.moderator || ROLE_RANK[subject.role] >= actorRank) {
       throw new ApiError('forbidden', 'You can only remove members ranked below you.');
