@@ -164,11 +164,11 @@ async function main(): Promise<void> {
       `registered ${ACCOUNTS} accounts in ${(registerMs / 1000).toFixed(1)} s; storm lasted ${(stormMs / 1000).toFixed(1)} s ` +
         `(${(loginSamples.length / (stormMs / 1000)).toFixed(0)} logins/s)`,
       '',
-      '| measurement                         |        n |  p50 ms |  p95 ms |  p99 ms |  max ms | errors |',
-      '|-------------------------------------|---------:|--------:|--------:|--------:|--------:|-------:|',
+      `| ${'measurement'.padEnd(37)} |        n |  p50 ms |  p95 ms |  p99 ms |  max ms | errors |`,
+      `|${'-'.repeat(39)}|---------:|--------:|--------:|--------:|--------:|-------:|`,
       `| GET /players/:id, no storm (baseline) | ${String(b.n).padStart(8)} |${f(b.p50)} |${f(b.p95)} |${f(b.p99)} |${f(b.max)} | ${String(baseline.errors).padStart(6)} |`,
-      `| GET /players/:id, during storm        | ${String(d.n).padStart(8)} |${f(d.p50)} |${f(d.p95)} |${f(d.p99)} |${f(d.max)} | ${String(storm.errors).padStart(6)} |`,
-      `| POST /auth/login (storm)              | ${String(l.n).padStart(8)} |${f(l.p50)} |${f(l.p95)} |${f(l.p99)} |${f(l.max)} | ${String(loginErrors).padStart(6)} |`,
+      `| GET /players/:id, during storm         | ${String(d.n).padStart(8)} |${f(d.p50)} |${f(d.p95)} |${f(d.p99)} |${f(d.max)} | ${String(storm.errors).padStart(6)} |`,
+      `| POST /auth/login (storm)               | ${String(l.n).padStart(8)} |${f(l.p50)} |${f(l.p95)} |${f(l.p99)} |${f(l.max)} | ${String(loginErrors).padStart(6)} |`,
       '',
       `read p99 during storm: ${d.p99.toFixed(1)} ms (baseline ${b.p99.toFixed(1)} ms); target < ${TARGET_P99_MS} ms: ${d.p99 < TARGET_P99_MS ? 'PASS' : 'FAIL'}`,
     ];
