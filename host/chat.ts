@@ -1,11 +1,14 @@
 import {
   CHANNEL_BUFFER,
   CHANNELS_PER_CONNECTION,
+  chatPush,
   contentProblem,
+  insertChatMessages,
   mayUseChannel,
   parseChannel,
-  storeChatMessage,
+  stampChatMessage,
   type ChatPush,
+  type StampedChatMessage,
   type LiveChat,
   type WorldRoster,
 } from '../runtime/chat';
@@ -26,8 +29,11 @@ interface RunningChannel {
 
 /**
  * Chat on the socket (wire-protocol 8 and 9): `chat.join`, `chat.leave`,
- * `chat.send`, `dm.send`. Every message is persisted before it fans out, so
- * what a member saw is in the history. A channel runs while it has members;
+ * `chat.send`, `dm.send`. A message fans out at once and is persisted by a
+ * group commit: sends arriving while an insert runs go into the next one, so
+ * a busy channel costs one statement per batch, not per message. The sender's
+ * frame settles only when its message is stored (its later frames wait, and a
+ * failed insert answers it `internal`). A channel runs while it has members;
  * once the last one leaves it stops after `chat_idle_stop_ms`, dropping its
  * buffer (history stays readable over REST).
  */
@@ -36,6 +42,8 @@ export class ChatHost implements LiveChat {
   readonly #joined = new WeakMap<Session, Set<string>>();
   readonly #sendWindows = new WeakMap<Session, { start: number; count: number }>();
   #worlds: WorldRoster | null = null;
+  #pending: { message: StampedChatMessage; done: (err?: unknown) => void }[] = [];
+  #writing = false;
 
   constructor(private readonly ctx: Ctx) {}
 
@@ -174,9 +182,33 @@ export class ChatHost implements LiveChat {
     if (!channel || !(await mayUseChannel(this.ctx, playerId, channel))) {
       throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id: p.channel_id } });
     }
-    const stored = await storeChatMessage(this.ctx.db, this.ctx, { channel, senderId: playerId, content: p.content as string });
-    this.deliver({ channel_id: stored.channel_id, sender_id: stored.sender_id, content: stored.content, sent_at: stored.sent_at });
+    const message = stampChatMessage(this.ctx, { channel, senderId: playerId, content: p.content as string });
+    this.deliver(chatPush(message));
+    await this.#persist(message);
     return null;
+  }
+
+  #persist(message: StampedChatMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ message, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!this.#writing) void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    this.#writing = true;
+    while (this.#pending.length > 0) {
+      const batch = this.#pending;
+      this.#pending = [];
+      try {
+        await insertChatMessages(this.ctx.db, batch.map((b) => b.message));
+        for (const b of batch) b.done();
+      } catch (err) {
+        this.ctx.log.error('chat_persist_failed', { messages: batch.length, error: err instanceof Error ? err.message : String(err) });
+        for (const b of batch) b.done(err);
+      }
+    }
+    this.#writing = false;
   }
 
   async #dm(session: Session, frame: ClientFrame): Promise<Reply> {

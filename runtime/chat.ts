@@ -156,24 +156,42 @@ export interface NewChatMessage {
   metadata?: Record<string, unknown>;
 }
 
-/** Persists one message; returns it as the socket pushes it. */
-export async function storeChatMessage(db: Db, ctx: Pick<Ctx, 'ids' | 'clock'>, m: NewChatMessage): Promise<ChatPush & { id: string }> {
-  const id = ctx.ids.uuid();
-  const sentAt = ctx.clock.now();
+export type StampedChatMessage = NewChatMessage & { id: string; sentAt: number };
+
+/** Gives a message its id and time (ids are time-ordered, so history order is send order). */
+export function stampChatMessage(ctx: Pick<Ctx, 'ids' | 'clock'>, m: NewChatMessage): StampedChatMessage {
+  return { ...m, id: ctx.ids.uuid(), sentAt: ctx.clock.now() };
+}
+
+/** Persists stamped messages in one statement (a host batches concurrent sends this way). */
+export async function insertChatMessages(db: Db, messages: readonly StampedChatMessage[]): Promise<void> {
+  if (messages.length === 0) return;
   await db
     .insertInto('chat_messages')
-    .values({
-      id,
-      channel_type: m.channel.kind,
-      channel_id: m.channel.id,
-      sender_id: m.senderId,
-      recipient_id: m.recipientId ?? null,
-      content: m.content,
-      metadata: jsonb(isPlainObject(m.metadata) ? m.metadata : {}),
-      sent_at: new Date(sentAt),
-    })
+    .values(
+      messages.map((m) => ({
+        id: m.id,
+        channel_type: m.channel.kind,
+        channel_id: m.channel.id,
+        sender_id: m.senderId,
+        recipient_id: m.recipientId ?? null,
+        content: m.content,
+        metadata: jsonb(isPlainObject(m.metadata) ? m.metadata : {}),
+        sent_at: new Date(m.sentAt),
+      })),
+    )
     .execute();
-  return { id, channel_id: m.channel.id, sender_id: m.senderId, content: m.content, sent_at: sentAt };
+}
+
+export function chatPush(m: StampedChatMessage): ChatPush {
+  return { channel_id: m.channel.id, sender_id: m.senderId, content: m.content, sent_at: m.sentAt };
+}
+
+/** Persists one message; returns it as the socket pushes it. */
+export async function storeChatMessage(db: Db, ctx: Pick<Ctx, 'ids' | 'clock'>, m: NewChatMessage): Promise<ChatPush & { id: string }> {
+  const stamped = stampChatMessage(ctx, m);
+  await insertChatMessages(db, [stamped]);
+  return { id: stamped.id, ...chatPush(stamped) };
 }
 
 export interface HistoryQuery {

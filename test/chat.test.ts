@@ -116,6 +116,15 @@ describe('chat.send and chat.message', () => {
     for (const p of [a, b, c]) p.socket.close();
   });
 
+  it('stores every message; the send settles (later frames of the socket wait) only once it is stored', async () => {
+    const a = await connectPlayer(s);
+    for (let i = 0; i < 20; i++) a.socket.send({ type: 'chat.send', payload: { channel_id: 'global:c37', content: `p${i}` } });
+    await a.socket.request('session.heartbeat');
+    const rows = await s.ctx.db.selectFrom('chat_messages').select('content').where('channel_id', '=', 'global:c37').orderBy('id').execute();
+    expect(rows.map((r) => r.content)).toEqual(Array.from({ length: 20 }, (_, i) => `p${i}`));
+    a.socket.close();
+  });
+
   it('rejects empty, non-string, oversized or missing content and unauthorised channels', async () => {
     const a = await connectPlayer(s);
     const send = (payload: unknown) => a.socket.request('chat.send', payload);
@@ -185,6 +194,7 @@ describe('channel buffer, idle stop and history', () => {
       a.socket.send({ type: 'chat.send', payload: { channel_id: room, content: text } });
       await a.socket.next('chat.message');
     }
+    await a.socket.request('session.heartbeat');
     // A channel with a member keeps running past the idle time.
     await sleep(500);
     expect(s.ctx.live.chat.recent(room)).toHaveLength(3);
@@ -223,6 +233,8 @@ describe('channel buffer, idle stop and history', () => {
       await a.socket.next('chat.message');
       if (i === 35) await sleep(1000); // stay inside chat_send_rate
     }
+    // Fan-out comes first; a later reply on the sender's socket means every earlier send is stored.
+    await a.socket.request('session.heartbeat');
     const contents = (r: { body: any }) => r.body.messages.map((m: any) => m.content);
     const all = Array.from({ length: 60 }, (_, i) => `m${i}`);
     expect(contents(await history(b, room))).toEqual(all.slice(10));
