@@ -8,7 +8,7 @@
 import { child, table } from './_children';
 
 const seconds = Number(process.argv[2] ?? 10);
-const counts = process.argv.length > 3 ? process.argv.slice(3).map(Number) : [1, 250, 500, 1000, 1250, 1500];
+const counts = process.argv.length > 3 ? process.argv.slice(3).map(Number) : [1, 50, 100, 200, 300, 500, 750, 1000, 1250];
 const BUDGET_MS = 20;
 
 const load = await child('_ws-load.ts');

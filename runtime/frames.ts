@@ -162,14 +162,9 @@ export function parseClientFrame(text: string): ClientFrame | FrameError {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return new FrameError('invalid_message', { echoCid: false });
   const o = value as Record<string, unknown>;
   if (typeof o.type !== 'string') return new FrameError('invalid_message', { echoCid: false });
-  return {
-    type: o.type,
-    payload: o.payload,
-    hasPayload: 'payload' in o,
-    cid: o.cid,
-    hasCid: 'cid' in o,
-    ...('seq' in o ? { seq: o.seq } : {}),
-  };
+  const frame: ClientFrame = { type: o.type, payload: o.payload, hasPayload: 'payload' in o, cid: o.cid, hasCid: 'cid' in o };
+  if ('seq' in o) frame.seq = o.seq;
+  return frame;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -231,3 +231,38 @@ describe('REST match records', () => {
     expect((await s.call('GET', '/api/v1/matches')).status).toBe(401);
   });
 });
+
+describe('one player, two sockets, one match', () => {
+  it('keeps the player in the match until the last socket closes', async () => {
+    const p = await connectPlayer(s);
+    const { TestSocket } = await import('./support/ws-client');
+    const second = await TestSocket.open(s);
+    await second.request('session.connect', { token: p.token });
+    const joined = await p.socket.request('match.find_or_create', { mode: 'lobby' });
+    const matchId = joined.payload.match_id;
+    // Both sockets see the player's match; input from the second socket reaches it.
+    await second.next('match.state');
+    second.send({ type: 'match.input', payload: { wave: true } });
+    await p.socket.next((f) => f.type === 'match.state' && f.payload.waves === 1);
+    const live = async () => (await s.call('GET', '/api/v1/matches/live?mode=lobby', { token: p.token })).body.matches.map((m: any) => m.match_id);
+    p.socket.close();
+    await p.socket.closed;
+    await second.next('match.state');
+    expect(await live()).toContain(matchId);
+    second.close();
+    await second.closed;
+    let ids: string[] = [matchId];
+    for (let i = 0; i < 50 && ids.includes(matchId); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      const other = await registerProbe();
+      ids = (await s.call('GET', '/api/v1/matches/live?mode=lobby', { token: other })).body.matches.map((m: any) => m.match_id);
+    }
+    expect(ids).not.toContain(matchId);
+  });
+});
+
+let probeToken: string | null = null;
+async function registerProbe(): Promise<string> {
+  probeToken ??= (await connectPlayer(s)).token;
+  return probeToken;
+}
