@@ -11,10 +11,11 @@ import { matchmakerRoutes } from './matchmaker';
 import { matchRoutes } from './matches';
 import { notificationRoutes } from './notifications';
 import { playerRoutes } from './players';
+import { rpcRoutes } from './rpc';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
-  return [...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...socialRoutes()];
+  return [...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...socialRoutes()];
 }
 
 /** Friends, groups, chat history, direct messages, notifications. */

@@ -113,3 +113,24 @@ describe('rpc.call', () => {
     expect(f.payload.error.code).toBe('datagram_unavailable');
   });
 });
+
+describe('rpc over HTTP', () => {
+  it('serves the same dispatcher at POST /api/v1/rpc/<method> in the {type, payload} envelope', async () => {
+    const p = await connectPlayer(s);
+    const ok = await s.call('POST', '/api/v1/rpc/crafting.start', { token: p.token, body: { params: { recipe: 'axe' } } });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({ type: 'rpc.ok', payload: { result: { job: 'job-axe', caller: p.playerId, method: 'crafting.start' } } });
+    const poor = await s.call('POST', '/api/v1/rpc/crafting.poor', { token: p.token, body: { params: {} } });
+    expect(poor.status).toBe(402);
+    expect(poor.body.type).toBe('rpc.error');
+    expect(poor.body.payload.error).toEqual({ code: 'economy.insufficient_funds', message: 'Not enough gold.', details: { need: 5 } });
+    expect(poor.body.error.code).toBe('economy.insufficient_funds');
+    const unknown = await s.call('POST', '/api/v1/rpc/nobody.serves', { token: p.token, body: { params: {} } });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.payload.error.code).toBe('rpc.unknown_method');
+    const noParams = await s.call('POST', '/api/v1/rpc/crafting.start', { token: p.token, body: {} });
+    expect(noParams.body.payload.error.code).toBe('rpc.invalid_params');
+    expect((await s.call('POST', '/api/v1/rpc/crafting.start', { body: { params: {} } })).status).toBe(401);
+    p.socket.close();
+  });
+});
