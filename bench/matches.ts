@@ -16,7 +16,8 @@ const rows: (string | number)[][] = [];
 let best = 0;
 try {
   for (const n of counts) {
-    const target = await child('_ws-target.ts', ['svc']);
+    // Node flags for the target, e.g. SVC_BENCH_NODE_FLAGS="--max-semi-space-size=64".
+    const target = await child('_ws-target.ts', ['svc'], (process.env.SVC_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean));
     try {
       const tokens = (await target.request('provision', { n: 2 * n })).tokens;
       await load.request('matches', { port: target.first.port, tokens }, 600_000);

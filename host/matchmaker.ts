@@ -23,6 +23,7 @@ const SKILL_WINDOW = 200;
 const SKILL_WIDEN_STEP = 50;
 const DEFAULT_SKILL = 1000;
 const MAX_START_ATTEMPTS = 3;
+const START_SLICE_MS = 10;
 
 /**
  * The node-local matchmaker (spec 4.8, wire-protocol 5). Tickets live only in
@@ -39,6 +40,9 @@ export class Matchmaker implements LiveMatchmaker {
   #samples: Record<string, MatchmakerSample> = {};
   readonly #sampleListeners: ((samples: Record<string, MatchmakerSample>) => void)[] = [];
   #timer: ReturnType<typeof setInterval> | null = null;
+  /** Groups formed but not yet started (see `#drainStarts`). */
+  readonly #starts: { mode: ModeInfo; group: Ticket[] }[] = [];
+  #draining = false;
 
   constructor(
     private readonly ctx: Ctx,
@@ -109,9 +113,34 @@ export class Matchmaker implements LiveMatchmaker {
       }
       const live = this.#queues.get(modeName) ?? [];
       const groups = mode.strategy === 'skill_based' ? this.#skillGroups(live, mode.match_size, now) : fillGroups(live, mode.match_size);
-      for (const group of groups) this.#startGroup(mode, group);
+      for (const group of groups) {
+        // Out of the queue now so no later pass regroups them; started in slices below.
+        for (const t of group) this.#drop(t);
+        this.#starts.push({ mode, group });
+      }
     }
     this.#publishSamples(now);
+    this.#drainStarts();
+  }
+
+  /**
+   * Starting a match costs milliseconds (a VM, `init`, the joins), so a big
+   * pass is spread over slices of about `START_SLICE_MS`, yielding to the
+   * match loop in between instead of stalling every running match at once.
+   */
+  #drainStarts(): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    const slice = () => {
+      const until = performance.now() + START_SLICE_MS;
+      while (this.#starts.length > 0 && performance.now() < until) {
+        const next = this.#starts.shift()!;
+        this.#startGroup(next.mode, next.group);
+      }
+      if (this.#starts.length > 0 && this.#timer !== null) setImmediate(slice);
+      else this.#draining = false;
+    };
+    slice();
   }
 
   attach(gateway: Gateway): void {
@@ -195,7 +224,6 @@ export class Matchmaker implements LiveMatchmaker {
   }
 
   #startGroup(mode: ModeInfo, group: Ticket[]): void {
-    for (const t of group) this.#drop(t);
     let match;
     try {
       match = this.matches.create(mode.name);
