@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server';
-import { connectPlayer, type Frame, type TestSocket } from './support/ws-client';
+import { connectPlayer, expectErrorFrame, TestSocket } from './support/ws-client';
 
 const DEMO = path.resolve(__dirname, '../examples/demo-game');
 
@@ -13,11 +13,6 @@ afterAll(async () => {
   await s.close();
 });
 
-function expectError(f: Frame, reason: string, code: string) {
-  expect(f.type).toBe('error');
-  expect(f.payload.reason).toBe(reason);
-  expect(f.payload.error.code).toBe(code);
-}
 
 type Player = { socket: TestSocket; playerId: string; token: string };
 
@@ -89,10 +84,10 @@ describe('live matches: listing, find_or_create, join', () => {
     expect(jb.payload.match_id).toBe(ja.payload.match_id);
     expect(jb.payload.players).toEqual([a.playerId, b.playerId]);
 
-    expectError(await a.socket.request('match.find_or_create', { mode: 'arena' }), 'quick_play_disabled', 'ws.request_failed');
-    expectError(await a.socket.request('match.find_or_create', { mode: 'nope' }), 'not_found', 'ws.request_failed');
-    expectError(await a.socket.request('match.find_or_create', { mode: 5 }), 'unknown_request', 'ws.request_failed');
-    expectError(await a.socket.request('match.find_or_create', {}), 'unknown_type', 'unknown_type');
+    expectErrorFrame(await a.socket.request('match.find_or_create', { mode: 'arena' }), 'quick_play_disabled', 'ws.request_failed');
+    expectErrorFrame(await a.socket.request('match.find_or_create', { mode: 'nope' }), 'not_found', 'ws.request_failed');
+    expectErrorFrame(await a.socket.request('match.find_or_create', { mode: 5 }), 'unknown_request', 'ws.request_failed');
+    expectErrorFrame(await a.socket.request('match.find_or_create', {}), 'unknown_type', 'unknown_type');
 
     // Shared view: both get the same match.state; a script broadcast reaches both.
     a.socket.send({ type: 'match.input', payload: { wave: true } });
@@ -117,7 +112,7 @@ describe('live matches: listing, find_or_create, join', () => {
     await a.socket.next((f) => f.type === 'match.state');
     await a.socket.next((f) => f.type === 'match.state');
     const c = await connectPlayer(s);
-    expectError(await c.socket.request('match.join', { match_id: ja.payload.match_id }), 'match_locked', 'match.locked');
+    expectErrorFrame(await c.socket.request('match.join', { match_id: ja.payload.match_id }), 'match_locked', 'match.locked');
     const closed = await s.call('GET', '/api/v1/matches/live?joinable=false', { token: a.token });
     expect(closed.body.matches.map((m: any) => m.match_id)).toContain(ja.payload.match_id);
     for (const p of [a, b, c]) p.socket.close();
@@ -126,11 +121,11 @@ describe('live matches: listing, find_or_create, join', () => {
   it('match.join answers every failure with its reason', async () => {
     const { a, b, matchId } = await matchedPair();
     const c = await connectPlayer(s);
-    expectError(await c.socket.request('match.join', { match_id: '0190c1f4-1111-7000-8000-000000000001' }), 'match_not_found', 'match.not_found');
-    expectError(await c.socket.request('match.join', { match_id: 42 }), 'match_not_found', 'match.not_found');
-    expectError(await c.socket.request('match.join', {}), 'unknown_type', 'unknown_type');
-    expectError(await c.socket.request('match.join'), 'unknown_type', 'unknown_type');
-    expectError(await c.socket.request('match.join', { match_id: matchId }), 'match_full', 'match.full');
+    expectErrorFrame(await c.socket.request('match.join', { match_id: '0190c1f4-1111-7000-8000-000000000001' }), 'match_not_found', 'match.not_found');
+    expectErrorFrame(await c.socket.request('match.join', { match_id: 42 }), 'match_not_found', 'match.not_found');
+    expectErrorFrame(await c.socket.request('match.join', {}), 'unknown_type', 'unknown_type');
+    expectErrorFrame(await c.socket.request('match.join'), 'unknown_type', 'unknown_type');
+    expectErrorFrame(await c.socket.request('match.join', { match_id: matchId }), 'match_full', 'match.full');
     // Join context bounds, checked before the match's own checks.
     const ctxCases: [unknown, string][] = [
       [null, 'invalid_join_ctx'],
@@ -144,7 +139,7 @@ describe('live matches: listing, find_or_create, join', () => {
     ];
     for (const [ctx, reason] of ctxCases) {
       const f = await c.socket.request('match.join', { match_id: matchId, ctx });
-      expectError(f, reason, 'ws.request_failed');
+      expectErrorFrame(f, reason, 'ws.request_failed');
       expect(f.payload.error.details).toEqual({ reason });
     }
     for (const p of [a, b, c]) p.socket.close();
@@ -152,10 +147,10 @@ describe('live matches: listing, find_or_create, join', () => {
 
   it('match.list validates its filters and ignores an over-long mode', async () => {
     const { socket } = await connectPlayer(s);
-    expectError(await socket.request('match.list', { mode: null }), 'invalid_mode_filter', 'ws.request_failed');
-    expectError(await socket.request('match.list', { has_capacity: 'yes' }), 'invalid_has_capacity_filter', 'ws.request_failed');
-    expectError(await socket.request('match.list', { joinable: 1 }), 'invalid_joinable_filter', 'ws.request_failed');
-    expectError(await socket.request('match.list', 'x'), 'unknown_type', 'unknown_type');
+    expectErrorFrame(await socket.request('match.list', { mode: null }), 'invalid_mode_filter', 'ws.request_failed');
+    expectErrorFrame(await socket.request('match.list', { has_capacity: 'yes' }), 'invalid_has_capacity_filter', 'ws.request_failed');
+    expectErrorFrame(await socket.request('match.list', { joinable: 1 }), 'invalid_joinable_filter', 'ws.request_failed');
+    expectErrorFrame(await socket.request('match.list', 'x'), 'unknown_type', 'unknown_type');
     const all = await socket.request('match.list', {});
     const long = await socket.request('match.list', { mode: 'm'.repeat(65) });
     expect(long.payload.matches).toEqual(all.payload.matches);
@@ -174,7 +169,7 @@ describe('match.input and match.leave', () => {
     });
     for (const payload of ['str', [1], { data: 'not json' }, { data: '[1]' }]) {
       const f = await socket.request('match.input', payload);
-      expectError(f, 'invalid_payload', 'invalid_payload');
+      expectErrorFrame(f, 'invalid_payload', 'invalid_payload');
     }
     // match.leave is always a success, in a match or not.
     expect((await socket.request('match.leave')).payload).toEqual({ success: true });
@@ -235,7 +230,6 @@ describe('REST match records', () => {
 describe('one player, two sockets, one match', () => {
   it('keeps the player in the match until the last socket closes', async () => {
     const p = await connectPlayer(s);
-    const { TestSocket } = await import('./support/ws-client');
     const second = await TestSocket.open(s);
     await second.request('session.connect', { token: p.token });
     const joined = await p.socket.request('match.find_or_create', { mode: 'lobby' });

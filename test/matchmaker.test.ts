@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LiveHost } from '../host/live';
 import { gameDir, matchScript } from './support/game-dir';
 import { startTestServer, type TestServer } from './support/server';
-import { connectPlayer, registerPlayer, type Frame } from './support/ws-client';
+import { connectPlayer, expectErrorFrame, registerPlayer } from './support/ws-client';
 
 const game = gameDir({
   'config.lua': 'return { duo = "duo.lua", ranked = "ranked.lua", broken = "broken.lua" }',
@@ -33,13 +33,6 @@ afterAll(async () => {
   game.remove();
 });
 
-function expectError(f: Frame, reason: string, code: string, type?: string) {
-  expect(f.type).toBe('error');
-  expect(f.payload.reason).toBe(reason);
-  expect(f.payload.error.code).toBe(code);
-  if (type) expect(f.payload.type).toBe(type);
-  else expect('type' in f.payload).toBe(false);
-}
 
 const tick = () => new Promise((r) => setTimeout(r, 120));
 
@@ -88,21 +81,21 @@ describe('WebSocket frames', () => {
   it('answers matchmaker.add and matchmaker.remove failures with their reasons', async () => {
     const a = await connectPlayer(s);
     const b = await connectPlayer(s);
-    expectError(await a.socket.request('matchmaker.add', { mode: 'nope' }), 'unknown_mode', 'matchmaker.unknown_mode', 'matchmaker.add');
-    expectError(await a.socket.request('matchmaker.add', { mode: 3 }), 'unknown_mode', 'matchmaker.unknown_mode', 'matchmaker.add');
-    expectError(await a.socket.request('matchmaker.add', {}), 'unknown_mode', 'matchmaker.unknown_mode', 'matchmaker.add');
-    expectError(await a.socket.request('matchmaker.add', 'duo'), 'invalid_payload', 'invalid_payload');
-    expectError(await a.socket.request('matchmaker.add', { mode: 'duo', properties: 'x' }), 'invalid_payload', 'invalid_payload');
+    expectErrorFrame(await a.socket.request('matchmaker.add', { mode: 'nope' }), 'unknown_mode', 'matchmaker.unknown_mode', 'matchmaker.add');
+    expectErrorFrame(await a.socket.request('matchmaker.add', { mode: 3 }), 'unknown_mode', 'matchmaker.unknown_mode', 'matchmaker.add');
+    expectErrorFrame(await a.socket.request('matchmaker.add', {}), 'unknown_mode', 'matchmaker.unknown_mode', 'matchmaker.add');
+    expectErrorFrame(await a.socket.request('matchmaker.add', 'duo'), 'invalid_payload', 'invalid_payload');
+    expectErrorFrame(await a.socket.request('matchmaker.add', { mode: 'duo', properties: 'x' }), 'invalid_payload', 'invalid_payload');
 
     const q = await a.socket.request('matchmaker.add', { mode: 'ranked', properties: { skill: 90_000 } });
     const id = q.payload.ticket_id;
     const notOwner = await b.socket.request('matchmaker.remove', { ticket_id: id });
-    expectError(notOwner, 'not_owner', 'forbidden', 'matchmaker.remove');
+    expectErrorFrame(notOwner, 'not_owner', 'forbidden', 'matchmaker.remove');
     const missing = await b.socket.request('matchmaker.remove', { ticket_id: '0190c1f3-0000-7000-8000-00000000a001' });
-    expectError(missing, 'not_found', 'ws.request_failed', 'matchmaker.remove');
+    expectErrorFrame(missing, 'not_found', 'ws.request_failed', 'matchmaker.remove');
     expect(missing.payload.error.details).toEqual({ reason: 'not_found' });
-    expectError(await b.socket.request('matchmaker.remove', {}), 'unknown_type', 'unknown_type');
-    expectError(await b.socket.request('matchmaker.remove', { ticket_id: 5 }), 'invalid_payload', 'invalid_payload');
+    expectErrorFrame(await b.socket.request('matchmaker.remove', {}), 'unknown_type', 'unknown_type');
+    expectErrorFrame(await b.socket.request('matchmaker.remove', { ticket_id: 5 }), 'invalid_payload', 'invalid_payload');
     const removed = await a.socket.request('matchmaker.remove', { ticket_id: id });
     expect(removed).toEqual({ type: 'matchmaker.removed', cid: removed.cid, payload: { success: true } });
     a.socket.close();
@@ -202,7 +195,7 @@ describe('failures and expiry', () => {
       const a = await connectPlayer(small);
       const b = await connectPlayer(small);
       await a.socket.request('matchmaker.add', { mode: 'duo' });
-      expectError(await b.socket.request('matchmaker.add', { mode: 'duo' }), 'queue_full', 'matchmaker.queue_full', 'matchmaker.add');
+      expectErrorFrame(await b.socket.request('matchmaker.add', { mode: 'duo' }), 'queue_full', 'matchmaker.queue_full', 'matchmaker.add');
       const rest = await small.call('POST', '/api/v1/matchmaker', { token: b.token, body: { mode: 'duo' } });
       expect(rest.status).toBe(503);
       expect(rest.body.error.code).toBe('matchmaker.queue_full');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server';
-import { connectPlayer, registerPlayer, TestSocket, type Frame } from './support/ws-client';
+import { connectPlayer, expectErrorFrame, registerPlayer, TestSocket, type Frame } from './support/ws-client';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -10,14 +10,6 @@ afterAll(async () => {
   await s.close();
 });
 
-function expectError(f: Frame, reason: string, code: string) {
-  expect(f.type).toBe('error');
-  expect(f.payload.reason).toBe(reason);
-  expect(f.payload.error.code).toBe(code);
-  expect(typeof f.payload.error.message).toBe('string');
-  expect(f.payload.error.details).toBeTypeOf('object');
-  expect(f.payload.error.details).not.toBeNull();
-}
 
 describe('session.connect', () => {
   it('answers session.connected with the player id and the json wire, echoing the cid', async () => {
@@ -34,7 +26,7 @@ describe('session.connect', () => {
     const sock = await TestSocket.open(s);
     for (const payload of [{ token: 'nope' }, {}, { token: 42 }, undefined]) {
       const f = await sock.request('session.connect', payload);
-      expectError(f, 'invalid_token', 'unauthenticated');
+      expectErrorFrame(f, 'invalid_token', 'unauthenticated');
       expect(f.payload.error.details).toEqual({});
     }
     const ok = await sock.request('session.connect', { token: player.token });
@@ -46,7 +38,7 @@ describe('session.connect', () => {
     const a = await connectPlayer(s);
     const b = await registerPlayer(s);
     const bad = await a.socket.request('session.connect', { token: 'garbage' });
-    expectError(bad, 'invalid_token', 'unauthenticated');
+    expectErrorFrame(bad, 'invalid_token', 'unauthenticated');
     // Still authenticated as a: an auth-only frame is served.
     expect((await a.socket.request('match.list', {})).type).toBe('match.list');
     const again = await a.socket.request('session.connect', { token: b.token });
@@ -85,26 +77,26 @@ describe('envelope and cid rules', () => {
   it('answers malformed JSON invalid_json and non-objects invalid_message, never with a cid', async () => {
     sock.sendRaw('{"type": "session.heartbeat", "cid": "1"');
     const a = await sock.next('error');
-    expectError(a, 'invalid_json', 'invalid_json');
+    expectErrorFrame(a, 'invalid_json', 'invalid_json');
     expect('cid' in a).toBe(false);
     for (const raw of ['[1]', '"x"', '{"cid":"2"}', '{"type":5,"cid":"3"}']) {
       sock.sendRaw(raw);
       const f = await sock.next('error');
-      expectError(f, 'invalid_message', 'invalid_message');
+      expectErrorFrame(f, 'invalid_message', 'invalid_message');
       expect('cid' in f).toBe(false);
     }
   });
 
   it('answers an unknown type unknown_type with the cid and without echoing the type', async () => {
     const f = await sock.request('nope.nothing', {});
-    expectError(f, 'unknown_type', 'unknown_type');
+    expectErrorFrame(f, 'unknown_type', 'unknown_type');
     expect(JSON.stringify(f)).not.toContain('nope.nothing');
   });
 
   it('answers a binary frame binary_uplink_unsupported as ws.request_failed', async () => {
     sock.sendRaw(Buffer.from('{"type":"session.heartbeat"}'), true);
     const f = await sock.next('error');
-    expectError(f, 'binary_uplink_unsupported', 'ws.request_failed');
+    expectErrorFrame(f, 'binary_uplink_unsupported', 'ws.request_failed');
     expect(f.payload.error.details).toEqual({ reason: 'binary_uplink_unsupported' });
   });
 });
@@ -114,7 +106,7 @@ describe('pre-auth frames', () => {
     const sock = await TestSocket.open(s);
     for (const type of ['match.list', 'matchmaker.add', 'match.join', 'match.input']) {
       const f = await sock.request(type, {});
-      expectError(f, 'unknown_type', 'unknown_type');
+      expectErrorFrame(f, 'unknown_type', 'unknown_type');
     }
     const rpc = await sock.request('rpc.call', { protocol: 1, method: 'x.y', params: {} });
     expect(rpc.type).toBe('rpc.error');
@@ -134,7 +126,7 @@ describe('limits', () => {
     expect((await socket.next()).type).toBe('session.heartbeat');
     socket.sendRaw(exact.replace('"pad":"', '"pad":"b'));
     const f = await socket.next();
-    expectError(f, 'payload_too_large', 'payload_too_large');
+    expectErrorFrame(f, 'payload_too_large', 'payload_too_large');
     expect('cid' in f).toBe(false);
     // Still open.
     expect((await socket.request('session.heartbeat')).type).toBe('session.heartbeat');
@@ -152,7 +144,7 @@ describe('limits', () => {
     expect(ok.length).toBeGreaterThanOrEqual(60);
     expect(limited.length).toBe(70 - ok.length);
     for (const f of limited) {
-      expectError(f, 'rate_limited', 'rate_limited');
+      expectErrorFrame(f, 'rate_limited', 'rate_limited');
       expect('cid' in f).toBe(false);
     }
     sock.close();
@@ -162,7 +154,7 @@ describe('limits', () => {
     const short = await startTestServer({ ws_idle_auth_timeout_ms: 300 });
     try {
       const sock = await TestSocket.open(short);
-      expectError(await sock.request('session.connect', { token: 'bad' }), 'invalid_token', 'unauthenticated');
+      expectErrorFrame(await sock.request('session.connect', { token: 'bad' }), 'invalid_token', 'unauthenticated');
       expect(await sock.closed).toEqual({ code: 1008, reason: 'idle_auth_timeout' });
       // An authenticated socket outlives the timer.
       const { socket } = await connectPlayer(short);

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { WebSocket } from 'ws';
 import type { TestServer } from './server';
 
@@ -110,4 +111,16 @@ export async function connectPlayer(server: TestServer, prefix = 'p'): Promise<{
   const reply = await socket.request('session.connect', { token: player.token });
   if (reply.type !== 'session.connected') throw new Error(`connect failed: ${JSON.stringify(reply)}`);
   return { socket, playerId: player.playerId, token: player.token };
+}
+
+/** An `error` frame of wire-protocol 13: reason, code, prose, details object, and `payload.type` only when named. */
+export function expectErrorFrame(f: Frame, reason: string, code: string, type?: string): void {
+  expect(f.type).toBe('error');
+  expect(f.payload.reason).toBe(reason);
+  expect(f.payload.error.code).toBe(code);
+  expect(typeof f.payload.error.message).toBe('string');
+  expect(f.payload.error.details).toBeTypeOf('object');
+  expect(f.payload.error.details).not.toBeNull();
+  if (type === undefined) expect('type' in f.payload).toBe(false);
+  else expect(f.payload.type).toBe(type);
 }
