@@ -1,7 +1,7 @@
 import type { Ctx } from '../runtime/context';
 import { byteLength, checkJoinCtx, FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
 import type { GameInfo, JsonObject, MatchRuntime, MatchVmOptions, ModeInfo, ScriptSource } from '../runtime/lua/api';
-import { insertMatchRecord, type LiveMatches, type LiveMatchFilter, type LiveMatchStatus, type MatchListing } from '../runtime/matches';
+import { recordFinishedMatch, type LiveMatches, type LiveMatchFilter, type LiveMatchStatus, type MatchListing } from '../runtime/matches';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './ws';
 
@@ -388,7 +388,7 @@ export class MatchHost implements LiveMatches {
     this.#toRoster(match, JSON.stringify({ type: 'match.finished', payload: { match_id: match.id, result } }));
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
     this.ctx.log.info('match_finished', { match_id: match.id, mode: match.mode.name, players: match.roster.size });
-    insertMatchRecord(this.ctx.db, {
+    recordFinishedMatch(this.ctx.db, {
       id: match.id,
       mode: match.mode.name,
       status: 'finished',

@@ -30,20 +30,38 @@ export interface NewMatchRecord {
   finishedAt: Date;
 }
 
-export async function insertMatchRecord(db: Db, record: NewMatchRecord): Promise<void> {
-  await db
-    .insertInto('match_records')
-    .values({
-      id: record.id,
-      mode: record.mode,
-      status: record.status,
-      players: jsonb(record.players),
-      result: jsonb(record.result),
-      metadata: jsonb({}),
-      started_at: record.startedAt,
-      finished_at: record.finishedAt,
-    })
-    .execute();
+/**
+ * Writes a finished match in one transaction: its record, and the players'
+ * counters (wire-protocol 6.8): everyone who played gets `games_played` + 1;
+ * `winner`/`winners` and `loser`/`losers` in the result move `wins`/`losses`,
+ * but only for ids that actually played, so a script cannot credit strangers.
+ */
+export async function recordFinishedMatch(db: Db, record: NewMatchRecord): Promise<void> {
+  const played = new Set(record.players);
+  const pick = (one: unknown, many: unknown) =>
+    [...new Set([one, ...(Array.isArray(many) ? many : [])])].filter((id): id is string => typeof id === 'string' && played.has(id));
+  const winners = pick(record.result.winner, record.result.winners);
+  const losers = pick(record.result.loser, record.result.losers);
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .insertInto('match_records')
+      .values({
+        id: record.id,
+        mode: record.mode,
+        status: record.status,
+        players: jsonb(record.players),
+        result: jsonb(record.result),
+        metadata: jsonb({}),
+        started_at: record.startedAt,
+        finished_at: record.finishedAt,
+      })
+      .execute();
+    if (played.size === 0) return;
+    const at = record.finishedAt;
+    await trx.updateTable('player_stats').set((eb) => ({ games_played: eb('games_played', '+', 1), updated_at: at })).where('player_id', 'in', [...played]).execute();
+    if (winners.length) await trx.updateTable('player_stats').set((eb) => ({ wins: eb('wins', '+', 1) })).where('player_id', 'in', winners).execute();
+    if (losers.length) await trx.updateTable('player_stats').set((eb) => ({ losses: eb('losses', '+', 1) })).where('player_id', 'in', losers).execute();
+  });
 }
 
 export interface MatchRecordQuery {

@@ -66,6 +66,11 @@ describe('two players, end to end', () => {
     expect(rec.finished_at).toMatch(/Z$/);
     expect(rec).not.toHaveProperty('players');
     expect(rec).not.toHaveProperty('metadata');
+    // The result moved the players' counters in the same transaction (not exposed over REST).
+    const stats = await s.ctx.db.selectFrom('player_stats').select(['player_id', 'games_played', 'wins', 'losses']).where('player_id', 'in', [a.playerId, b.playerId]).execute();
+    const of = (id: string) => stats.find((r) => r.player_id === id);
+    expect(of(a.playerId)).toMatchObject({ games_played: 1, wins: 1, losses: 0 });
+    expect(of(b.playerId)).toMatchObject({ games_played: 1, wins: 0, losses: 0 });
     a.socket.close();
     b.socket.close();
   });
