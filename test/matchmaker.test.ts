@@ -209,3 +209,21 @@ describe('failures and expiry', () => {
     }
   });
 });
+
+describe('a mode that disappears', () => {
+  it('fails its waiting tickets with no_game_module after the game directory drops it', async () => {
+    const own = gameDir({ 'config.lua': 'return { duo = "duo.lua", solo = "duo.lua" }', 'duo.lua': matchScript('match_size = 2') });
+    const server = await startTestServer({ matchmaker_tick_ms: 40 }, { gameDir: own.dir });
+    try {
+      const a = await connectPlayer(server);
+      await a.socket.request('matchmaker.add', { mode: 'solo' });
+      own.write('config.lua', 'return { duo = "duo.lua" }');
+      expect((await a.socket.next('match.matchmaker_failed', 10_000)).payload).toEqual({ reason: 'no_game_module' });
+      expectErrorFrame(await a.socket.request('matchmaker.add', { mode: 'solo' }), 'unknown_mode', 'matchmaker.unknown_mode', 'matchmaker.add');
+      a.socket.close();
+    } finally {
+      await server.close();
+      own.remove();
+    }
+  });
+});
