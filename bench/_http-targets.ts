@@ -8,11 +8,15 @@ import { jsonLogger } from '../runtime/log';
 import { parseSettings } from '../runtime/settings';
 
 const kind = process.argv[2];
-if (kind === 'bare') {
+if (kind === 'bare' || kind === 'bare-async') {
   const body = JSON.stringify({ status: 'ok' });
-  const server = createServer((_req, res) => {
+  const write = (res: import('node:http').ServerResponse) => {
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
     res.end(body);
+  };
+  const server = createServer((_req, res) => {
+    if (kind === 'bare') write(res);
+    else void Promise.resolve().then(() => write(res));
   });
   server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
 } else {
@@ -24,3 +28,8 @@ if (kind === 'bare') {
   await running.ready;
   process.send!({ port: running.port });
 }
+
+// The parent asks for a clean exit so profilers (--cpu-prof) can write out.
+process.on('message', (m) => {
+  if (m === 'exit') process.exit(0);
+});

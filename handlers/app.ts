@@ -2,7 +2,17 @@ import { Router } from 'itty-router';
 import type { Ctx } from '../runtime/context';
 import { ApiError, rateLimited } from '../runtime/errors';
 import type { RateLimitGroup } from '../runtime/settings';
-import { bearerOf, errorResponse, SECURITY_HEADERS, type ApiRequest, type Call, type Route } from './http';
+import {
+  bearerOf,
+  errorResponse,
+  json,
+  toFetchResponse,
+  type ApiRequest,
+  type ApiResponse,
+  type Call,
+  type RequestLike,
+  type Route,
+} from './http';
 import { allRoutes } from './routes';
 
 export interface RequestMeta {
@@ -13,7 +23,10 @@ export interface RequestMeta {
 }
 
 export interface App {
+  /** For fetch-standard hosts (Workers-style runtimes). */
   fetch(request: Request, meta: RequestMeta): Promise<Response>;
+  /** For hosts that write the response themselves (the Node adapter). */
+  handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse>;
 }
 
 /**
@@ -27,53 +40,56 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
   for (const r of routes) router[r.method.toLowerCase() as 'get'](r.path, r.handler);
   const corsOrigins = new Set(ctx.settings.cors_origins);
 
-  return {
-    async fetch(request, meta) {
-      const started = ctx.clock.now();
-      const path = pathOf(request.url);
-      const call: Call = {
-        requestId: meta.requestId,
-        ip: meta.ip,
-        bearer: null,
-        principal: null,
-        secure: meta.secure ?? request.url.startsWith('https:'),
-      };
-      let response: Response;
-      let route = '(none)';
-      try {
-        if (request.method === 'OPTIONS') {
-          response = preflight(request, corsOrigins);
-        } else {
-          if (!ctx.readiness.ready()) throw new ApiError('not_ready');
-          const isOps = path.startsWith('/api/v1/ops');
-          call.bearer = isOps ? null : bearerOf(request);
-          if (call.bearer) call.principal = await ctx.auth.resolve(call.bearer);
+  async function handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse> {
+    const started = ctx.clock.now();
+    const path = pathOf(request.url);
+    const call: Call = {
+      requestId: meta.requestId,
+      ip: meta.ip,
+      bearer: null,
+      principal: null,
+      secure: meta.secure ?? request.url.startsWith('https:'),
+    };
+    let response: ApiResponse;
+    let route = '(none)';
+    try {
+      if (request.method === 'OPTIONS') {
+        response = preflight(request, corsOrigins);
+      } else {
+        if (!ctx.readiness.ready()) throw new ApiError('not_ready');
+        const isOps = path.startsWith('/api/v1/ops');
+        call.bearer = isOps ? null : bearerOf(request);
+        if (call.bearer) call.principal = await ctx.auth.resolve(call.bearer);
 
-          const group = rateGroup(request.method, path);
-          const decision = ctx.limits.take(group, call.principal ? `p:${call.principal.playerId}` : `ip:${call.ip}`);
-          if (!decision.ok) throw rateLimited(decision.retryAfterMs);
+        const group = rateGroup(request.method, path);
+        const decision = ctx.limits.take(group, call.principal ? `p:${call.principal.playerId}` : `ip:${call.ip}`);
+        if (!decision.ok) throw rateLimited(decision.retryAfterMs);
 
-          const routed = (await router.fetch(request as ApiRequest, ctx, call)) as Response | undefined;
-          route = (request as ApiRequest).route ?? route;
-          if (!routed) throw new ApiError('not_found', `No route for ${request.method} ${path}.`);
-          response = routed;
-        }
-      } catch (err) {
-        response = failure(err, ctx, call, request);
-        route = (request as Partial<ApiRequest>).route ?? route;
+        const routed = (await router.fetch(request as ApiRequest, ctx, call)) as ApiResponse | undefined;
+        route = (request as ApiRequest).route ?? route;
+        if (!routed) throw new ApiError('not_found', `No route for ${request.method} ${path}.`);
+        response = routed;
       }
-      decorate(response, request, call, corsOrigins);
-      ctx.log.info('http_request', {
-        request_id: call.requestId,
-        method: request.method,
-        route,
-        status: response.status,
-        duration_ms: ctx.clock.now() - started,
-        ip: call.ip,
-        player_id: call.principal?.playerId,
-      });
-      return response;
-    },
+    } catch (err) {
+      response = failure(err, ctx, call, request);
+      route = (request as Partial<ApiRequest>).route ?? route;
+    }
+    decorate(response, request, call, corsOrigins);
+    ctx.log.info('http_request', {
+      request_id: call.requestId,
+      method: request.method,
+      route,
+      status: response.status,
+      duration_ms: ctx.clock.now() - started,
+      ip: call.ip,
+      player_id: call.principal?.playerId,
+    });
+    return response;
+  }
+
+  return {
+    handle,
+    fetch: async (request, meta) => toFetchResponse(await handle(request, meta)),
   };
 }
 
@@ -95,7 +111,7 @@ function pathOf(url: string): string {
   return url.slice(start, end < 0 ? undefined : end);
 }
 
-function failure(err: unknown, ctx: Ctx, call: Call, request: Request): Response {
+function failure(err: unknown, ctx: Ctx, call: Call, request: RequestLike): ApiResponse {
   if (err instanceof ApiError) return errorResponse(err);
   const code = typeof err === 'object' && err !== null ? String((err as { code?: unknown }).code ?? '') : '';
   const message = err instanceof Error ? err.message : String(err);
@@ -112,31 +128,25 @@ function failure(err: unknown, ctx: Ctx, call: Call, request: Request): Response
   return errorResponse(new ApiError('internal', undefined, { request_id: call.requestId }));
 }
 
-function decorate(response: Response, request: Request, call: Call, corsOrigins: Set<string>): void {
+function decorate(response: ApiResponse, request: RequestLike, call: Call, corsOrigins: Set<string>): void {
   const h = response.headers;
-  // json() responses carry them already; anything else gets them here.
-  if (!h.has('x-content-type-options')) for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!h.has(k)) h.set(k, v);
-  if (call.secure) h.set('strict-transport-security', 'max-age=31536000; includeSubDomains');
-  h.set('x-request-id', call.requestId);
+  if (call.secure) h['strict-transport-security'] = 'max-age=31536000; includeSubDomains';
+  h['x-request-id'] = call.requestId;
   const origin = request.headers.get('origin');
   if (origin && corsOrigins.has(origin)) {
-    h.set('access-control-allow-origin', origin);
-    h.set('access-control-allow-credentials', 'true');
-    h.set('access-control-expose-headers', 'x-request-id, retry-after');
-    h.append('vary', 'Origin');
+    h['access-control-allow-origin'] = origin;
+    h['access-control-allow-credentials'] = 'true';
+    h['access-control-expose-headers'] = 'x-request-id, retry-after';
+    h['vary'] = 'Origin';
   }
 }
 
-function preflight(request: Request, corsOrigins: Set<string>): Response {
+function preflight(request: RequestLike, corsOrigins: Set<string>): ApiResponse {
   const origin = request.headers.get('origin');
   if (!origin || !corsOrigins.has(origin)) throw new ApiError('not_found', 'No route for OPTIONS from this origin.');
-  return new Response('{}', {
-    status: 200,
-    headers: {
-      'content-type': 'application/json; charset=utf-8',
-      'access-control-allow-methods': 'GET, POST, PUT, DELETE, PATCH, OPTIONS',
-      'access-control-allow-headers': 'authorization, content-type, x-csrf-token, x-svc-operator',
-      'access-control-max-age': '600',
-    },
+  return json({}, 200, {
+    'access-control-allow-methods': 'GET, POST, PUT, DELETE, PATCH, OPTIONS',
+    'access-control-allow-headers': 'authorization, content-type, x-csrf-token, x-svc-operator',
+    'access-control-max-age': '600',
   });
 }

@@ -1,4 +1,5 @@
 import { ApiError } from '../runtime/errors';
+import type { RequestLike } from './http';
 
 /** Spec part 8: request bodies are capped at 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -9,7 +10,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  * cap even if the header lied), must parse (400 `invalid_json`). An absent
  * body reads as `undefined`.
  */
-export async function readJson(request: Request): Promise<unknown> {
+export async function readJson(request: RequestLike): Promise<unknown> {
   const length = request.headers.get('content-length');
   if (length === null) {
     if (request.body === null || request.headers.get('transfer-encoding') === null) return undefined;
@@ -18,9 +19,17 @@ export async function readJson(request: Request): Promise<unknown> {
   const declared = Number(length);
   if (!Number.isSafeInteger(declared) || declared < 0) throw new ApiError('length_required');
   if (declared > MAX_BODY_BYTES) throw new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES });
-  if (declared === 0 || request.body === null) return undefined;
+  if (declared === 0) return undefined;
 
-  const bytes = await readCapped(request.body);
+  let bytes: Uint8Array;
+  if (request.bufferedBody !== undefined) {
+    if (request.bufferedBody === null) return undefined;
+    if (request.bufferedBody.byteLength > MAX_BODY_BYTES) throw new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES });
+    bytes = request.bufferedBody;
+  } else {
+    if (request.body === null) return undefined;
+    bytes = await readCapped(request.body);
+  }
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
   if (text.trim() === '') return undefined;
   try {
@@ -31,7 +40,7 @@ export async function readJson(request: Request): Promise<unknown> {
 }
 
 /** Like `readJson`, but the body must be a JSON object; absent reads as `{}`. */
-export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
+export async function readJsonObject(request: RequestLike): Promise<Record<string, unknown>> {
   const value = await readJson(request);
   if (value === undefined) return {};
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('invalid_payload');

@@ -2,7 +2,7 @@ import type { IRequest } from 'itty-router';
 import type { Ctx, Principal } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
 
-/** What the pipeline knows about one request beyond the `Request` itself. */
+/** What the pipeline knows about one request beyond the request itself. */
 export interface Call {
   requestId: string;
   /** Peer address after the trusted-proxy rule. */
@@ -15,8 +15,38 @@ export interface Call {
   secure: boolean;
 }
 
-export type ApiRequest = IRequest & Request;
-export type Handler = (request: ApiRequest, ctx: Ctx, call: Call) => Promise<Response>;
+/** The header access handlers use; fetch's `Headers` has it. */
+export interface HeaderReader {
+  get(name: string): string | null;
+  has(name: string): boolean;
+  forEach(callback: (value: string, name: string) => void): void;
+}
+
+/**
+ * A request as handlers see it: the part of fetch's `Request` they use, so a
+ * fetch `Request` is one, and the Node host can pass a plain object without
+ * paying for an undici Request (its AbortSignal and body stream dominate the
+ * cost of a cheap route; see bench/http.ts and docs/decisions/0001).
+ */
+export interface RequestLike {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: HeaderReader;
+  readonly body: ReadableStream<Uint8Array> | null;
+  /** A host that already buffered the body under the body rules hands it over here. */
+  readonly bufferedBody?: Uint8Array | null;
+}
+
+export type ApiRequest = IRequest & RequestLike;
+
+/** A response before it is written: the Node host writes it directly, fetch hosts get a `Response`. */
+export interface ApiResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: string;
+}
+
+export type Handler = (request: ApiRequest, ctx: Ctx, call: Call) => Promise<ApiResponse>;
 
 /** What a domain module registers: method, path (itty pattern) and handler. */
 export interface Route {
@@ -25,7 +55,7 @@ export interface Route {
   handler: Handler;
 }
 
-/** On every response; `json()` bakes them in, the pipeline adds them to any other. */
+/** On every response. */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
@@ -35,25 +65,27 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
 };
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', ...SECURITY_HEADERS };
-
-/**
- * The serialised body of every response made by `json()`. Reading a fetch
- * Response's body back through its stream costs tens of microseconds; a host
- * that finds the text here writes it directly (measured in bench/http.ts).
- */
-export const jsonBodies = new WeakMap<Response, string>();
-
-/** The one way a handler answers success. */
-export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  const text = JSON.stringify(body);
-  const response = new Response(text, { status, headers: { ...JSON_HEADERS, ...headers } });
-  jsonBodies.set(response, text);
-  return response;
+/** The one way a handler answers. */
+export function json(body: unknown, status = 200, headers: Record<string, string | string[]> = {}): ApiResponse {
+  return {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...SECURITY_HEADERS, ...headers },
+    body: JSON.stringify(body),
+  };
 }
 
-export function errorResponse(err: ApiError): Response {
+export function errorResponse(err: ApiError): ApiResponse {
   return json(err.body(), err.status, err.headers);
+}
+
+/** The fetch `Response` for hosts that speak fetch. */
+export function toFetchResponse(reply: ApiResponse): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(reply.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else headers.set(name, value);
+  }
+  return new Response(reply.body, { status: reply.status, headers });
 }
 
 /** The caller's player id, or 401 `unauthenticated`. */
@@ -62,7 +94,7 @@ export function requirePlayer(call: Call): Principal {
   return call.principal;
 }
 
-export function bearerOf(request: Request): string | null {
+export function bearerOf(request: RequestLike): string | null {
   const header = request.headers.get('authorization');
   if (!header) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);

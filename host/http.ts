@@ -1,13 +1,13 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { App } from '../handlers/app';
 import { MAX_BODY_BYTES } from '../handlers/body';
-import { jsonBodies } from '../handlers/http';
+import type { HeaderReader, RequestLike } from '../handlers/http';
 import { ApiError } from '../runtime/errors';
 import type { IdSource } from '../runtime/ids';
 
 /**
- * The `node:http` ⇄ fetch adapter. It enforces the body rules before a byte
+ * The `node:http` adapter of the handler library. It enforces the body rules before a byte
  * of an oversized or length-less body is buffered: a declared length over the
  * cap is answered 413 at once, a body without Content-Length 411, and a body
  * that outgrows its declared length is cut off at the cap.
@@ -40,26 +40,34 @@ export function nodeHandler(options: AdapterOptions) {
       if (body === null) return refuse(res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
     }
 
-    const headers = new Headers();
-    const raw = req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
     const url = `${secure ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
-    const request = new Request(url, { method: req.method ?? 'GET', headers, ...(body ? { body: body as unknown as BodyInit } : {}) });
+    const request: RequestLike = { method: req.method ?? 'GET', url, headers: new NodeHeaders(req.headers), body: null, bufferedBody: body };
 
-    const response = await app.fetch(request, { ip, requestId, secure });
-    const text = jsonBodies.get(response);
-    const out = text !== undefined ? Buffer.from(text) : Buffer.from(await response.arrayBuffer());
-    const head: Record<string, string | string[]> = {};
-    response.headers.forEach((value, key) => {
-      if (key === 'set-cookie') return;
-      head[key] = value;
-    });
-    const cookies = response.headers.getSetCookie();
-    if (cookies.length) head['set-cookie'] = cookies;
-    head['content-length'] = String(out.byteLength);
-    res.writeHead(response.status, head);
-    res.end(out);
+    const reply = await app.handle(request, { ip, requestId, secure });
+    reply.headers['content-length'] = String(Buffer.byteLength(reply.body));
+    // Headers and a string body go out in one write.
+    res.writeHead(reply.status, reply.headers);
+    res.end(reply.body);
   };
+}
+
+/** fetch-style read access over node's already-parsed, lower-cased header object. */
+class NodeHeaders implements HeaderReader {
+  constructor(private readonly raw: IncomingHttpHeaders) {}
+
+  get(name: string): string | null {
+    const value = this.raw[name.toLowerCase()];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.join(name.toLowerCase() === 'cookie' ? '; ' : ', ') : value;
+  }
+
+  has(name: string): boolean {
+    return this.raw[name.toLowerCase()] !== undefined;
+  }
+
+  forEach(callback: (value: string, name: string) => void): void {
+    for (const name of Object.keys(this.raw)) callback(this.get(name)!, name);
+  }
 }
 
 /** Answers a body-rule failure without reading the body, then drops the connection. */

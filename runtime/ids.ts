@@ -13,6 +13,9 @@ export function uuidv7Source(now: () => number = Date.now): IdSource {
   let counter = 0;
   const hex: string[] = [];
   for (let i = 0; i < 256; i++) hex.push(i.toString(16).padStart(2, '0'));
+  // One getRandomValues call per 256 ids: the call, not the bytes, is what costs.
+  const pool = new Uint8Array(16 * 256);
+  let offset = pool.length;
 
   return {
     uuid(): string {
@@ -29,8 +32,12 @@ export function uuidv7Source(now: () => number = Date.now): IdSource {
         lastMs = ms;
         counter = 0;
       }
-      const b = new Uint8Array(16);
-      crypto.getRandomValues(b);
+      if (offset === pool.length) {
+        crypto.getRandomValues(pool);
+        offset = 0;
+      }
+      const b = pool.subarray(offset, offset + 16);
+      offset += 16;
       // 48-bit big-endian timestamp; split because bit ops are 32-bit.
       const high = Math.floor(ms / 0x100000000);
       const low = ms >>> 0;

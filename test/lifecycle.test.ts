@@ -99,7 +99,7 @@ describe('graceful shutdown', () => {
   });
 
   it('gives up on a request that outlives the grace period', async () => {
-    const stuck: Route = { method: 'GET', path: '/api/v1/test/stuck', handler: () => new Promise<Response>(() => {}) };
+    const stuck: Route = { method: 'GET', path: '/api/v1/test/stuck', handler: () => new Promise<never>(() => {}) };
     const s = await startTestServer({ shutdown_grace_ms: 200 }, { extraRoutes: [stuck] });
     const pending = fetch(`${s.url}/api/v1/test/stuck`).catch((e) => e);
     await new Promise((r) => setTimeout(r, 50));
