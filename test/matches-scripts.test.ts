@@ -171,6 +171,12 @@ describe('finishing and joining limits', () => {
     p.socket.send({ type: 'match.input', payload: { n: 1 } });
     const notice = await p.socket.next('error');
     expect(notice.payload).toMatchObject({ type: 'match.input', reason: 'not_in_match' });
+    // During the cleanup window a join by id is answered not_in_match.
+    const late = await connectPlayer(s);
+    const j = await late.socket.request('match.join', { match_id: p.matchId });
+    expect(j.payload.reason).toBe('not_in_match');
+    expect(j.payload.error.code).toBe('match.not_in_match');
+    late.socket.close();
     let rec;
     for (let i = 0; i < 50; i++) {
       rec = await s.call('GET', `/api/v1/matches/${p.matchId}`, { token: p.token });
@@ -198,6 +204,24 @@ describe('finishing and joining limits', () => {
       p.socket.close();
     } finally {
       await limited.close();
+    }
+  });
+});
+
+describe('capacity', () => {
+  it('answers match_capacity_reached once the node runs match_max matches', async () => {
+    const small = await startTestServer({ match_max: 1 }, { gameDir: game.dir });
+    try {
+      const a = await connectPlayer(small);
+      const b = await connectPlayer(small);
+      expect((await a.socket.request('match.find_or_create', { mode: 'counter' })).type).toBe('match.joined');
+      const f = await b.socket.request('match.find_or_create', { mode: 'room' });
+      expect(f.payload.reason).toBe('match_capacity_reached');
+      expect(f.payload.error).toEqual({ code: 'ws.request_failed', message: expect.any(String), details: { reason: 'match_capacity_reached' } });
+      a.socket.close();
+      b.socket.close();
+    } finally {
+      await small.close();
     }
   });
 });
