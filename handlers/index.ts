@@ -10,3 +10,7 @@ export { migrateToLatest } from '../runtime/migrate';
 // Builds `ctx.identity` over the embedding host's own fetch.
 export { createIdentityProviders } from '../runtime/identities';
 export { Kysely } from 'kysely';
+// The rest of a Ctx for a REST-only embedding host.
+export { uncachedTokenResolver } from '../runtime/tokens';
+export { passwordHasher } from '../runtime/passwords';
+export { offlineLive } from '../runtime/offline-live';

@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Ctx, Principal } from './context';
+import type { Ctx, Principal, TokenResolver } from './context';
 import { bytesToBase64Url, randomBytes, sha256Hex } from './crypto';
 import type { Db } from './database';
 import { ApiError } from './errors';
@@ -181,4 +181,20 @@ async function revokeFamily(trx: Transaction<Database>, familyId: string | null,
     return;
   }
   await trx.deleteFrom('player_tokens').where('family_id', '=', familyId).execute();
+}
+
+/**
+ * `ctx.auth` for a host that keeps no cache (an embedding host whose
+ * isolates come and go): every resolve reads the database, so there is
+ * nothing to evict.
+ */
+export function uncachedTokenResolver(db: Db, now: () => number): TokenResolver {
+  return {
+    async resolve(accessToken) {
+      if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return null;
+      return (await findAccessToken(db, await hashToken(accessToken), now()))?.principal ?? null;
+    },
+    async evictToken() {},
+    evictPlayer() {},
+  };
 }

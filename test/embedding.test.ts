@@ -88,4 +88,27 @@ describe('the handler library embedded in workerd', () => {
     expect(missing.status).toBe(400);
     expect(((await missing.json()) as { error: { code: string; details: { field: string } } }).error).toMatchObject({ code: 'missing_field', details: { field: 'username' } });
   });
+
+  it('registers, signs in and serves an authenticated read, all inside workerd', async () => {
+    const post = (path: string, body: unknown) => {
+      const text = JSON.stringify(body);
+      return mf.dispatchFetch(`http://svc.example${path}`, {
+        method: 'POST',
+        body: text,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) },
+      });
+    };
+    const reg = await post('/api/v1/auth/register', { username: 'embedded_1', password: 'correct horse' });
+    expect(reg.status).toBe(200);
+    const pair = (await reg.json()) as { player_id: string; access_token: string };
+    const login = await post('/api/v1/auth/login', { username: 'embedded_1', password: 'correct horse' });
+    expect(login.status).toBe(200);
+    const wrong = await post('/api/v1/auth/login', { username: 'embedded_1', password: 'wrong horse!' });
+    expect(wrong.status).toBe(401);
+    const me = await mf.dispatchFetch(`http://svc.example/api/v1/players/${pair.player_id}`, { headers: { authorization: `Bearer ${pair.access_token}` } });
+    expect(me.status).toBe(200);
+    expect(await me.json()).toMatchObject({ id: pair.player_id, username: 'embedded_1' });
+    const anonymous = await mf.dispatchFetch(`http://svc.example/api/v1/players/${pair.player_id}`);
+    expect(anonymous.status).toBe(401);
+  });
 });
