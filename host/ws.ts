@@ -10,7 +10,6 @@ import {
   parseClientFrame,
   reply,
   type ClientFrame,
-  type ServerFrame,
 } from '../runtime/frames';
 import { Session, SessionRegistry } from './sessions';
 
@@ -231,4 +230,3 @@ function normaliseIp(address: string): string {
   return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
-export type { ServerFrame };
