@@ -135,14 +135,16 @@ describe('limits', () => {
 
   it('admits 60 frames per window and answers the rest rate_limited without cid', async () => {
     const sock = await TestSocket.open(s);
-    for (let i = 0; i < 70; i++) sock.send({ type: 'session.heartbeat', cid: `h${i}` });
+    // 130 frames arrive well within two windows: at most 120 can pass, whatever the boundary.
+    const N = 130;
+    for (let i = 0; i < N; i++) sock.send({ type: 'session.heartbeat', cid: `h${i}` });
     const replies: Frame[] = [];
-    for (let i = 0; i < 70; i++) replies.push(await sock.next());
+    for (let i = 0; i < N; i++) replies.push(await sock.next());
     const ok = replies.filter((f) => f.type === 'session.heartbeat');
     const limited = replies.filter((f) => f.type === 'error');
-    // The window is fixed: the burst may straddle a boundary, but never more than 60 in one window.
     expect(ok.length).toBeGreaterThanOrEqual(60);
-    expect(limited.length).toBe(70 - ok.length);
+    expect(ok.length).toBeLessThanOrEqual(120);
+    expect(limited.length).toBe(N - ok.length);
     for (const f of limited) {
       expectErrorFrame(f, 'rate_limited', 'rate_limited');
       expect('cid' in f).toBe(false);
