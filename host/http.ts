@@ -110,7 +110,8 @@ function readBody(req: IncomingMessage, declared: number): Promise<Buffer | null
   });
 }
 
-function forwardedFor(req: IncomingMessage, proxies: TrustedProxies): string | null {
+/** The client address a trusted proxy reports in `X-Forwarded-For`, or null when it names none. */
+export function forwardedFor(req: IncomingMessage, proxies: TrustedProxies): string | null {
   const header = req.headers['x-forwarded-for'];
   const value = Array.isArray(header) ? header.join(',') : header;
   if (!value) return null;

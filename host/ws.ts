@@ -11,6 +11,7 @@ import {
   reply,
   type ClientFrame,
 } from '../runtime/frames';
+import { forwardedFor, TrustedProxies } from './http';
 import { Session, SessionRegistry } from './sessions';
 
 /** Wire-protocol 4.3 numbers. */
@@ -45,12 +46,14 @@ export class Gateway {
   readonly #routes = new Map<string, FrameRoute>();
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: HARD_FRAME_CAP, perMessageDeflate: false, clientTracking: false });
   readonly #origins: { all: true } | { all: false; allowed: Set<string> };
+  readonly #proxies: TrustedProxies;
   #nextId = 1;
   #idleSweep: ReturnType<typeof setInterval> | null = null;
   #closing = false;
 
   constructor(private readonly ctx: Ctx) {
     this.#origins = parseOrigins(ctx);
+    this.#proxies = new TrustedProxies(ctx.settings.trusted_proxies);
     this.route('session.connect', { auth: false, handle: (s, f) => this.#connect(s, f) });
     this.route('session.heartbeat', {
       auth: false,
@@ -96,7 +99,9 @@ export class Gateway {
   }
 
   #accept(ws: WebSocket, req: IncomingMessage): void {
-    const ip = normaliseIp(req.socket.remoteAddress ?? '');
+    // The same client address REST keys its buckets on: behind a trusted proxy, the forwarded one.
+    const peer = req.socket.remoteAddress ?? '';
+    const ip = normaliseIp(this.#proxies.trusts(peer) ? forwardedFor(req, this.#proxies) ?? peer : peer);
     // The connect budget is spent before the origin check, so floods from a
     // rejected origin still drain it (wire-protocol 4.3).
     if (!this.ctx.limits.take('ws_connect', `ip:${ip}`).ok) return void ws.close(1008, 'rate_limited');

@@ -196,6 +196,28 @@ describe('upgrade checks', () => {
     }
   });
 
+  it('keys ws_connect on the forwarded client address behind a trusted proxy, and on the peer otherwise', async () => {
+    const limits = { rate_limits: { ws_connect: { limit: 1, window: 60_000 } } };
+    const proxied = await startTestServer({ ...limits, trusted_proxies: ['127.0.0.0/8'] });
+    const direct = await startTestServer(limits);
+    try {
+      const from = (server: TestServer, client: string) => TestSocket.open(server, { 'x-forwarded-for': client });
+      // Two clients behind the same proxy have a budget each.
+      const a = await from(proxied, '203.0.113.7');
+      const b = await from(proxied, '198.51.100.9');
+      for (const sock of [a, b]) expect((await sock.request('session.heartbeat')).type).toBe('session.heartbeat');
+      expect(await (await from(proxied, '203.0.113.7')).closed).toEqual({ code: 1008, reason: 'rate_limited' });
+      // Without a trusted proxy the header is the client's own claim: ignored.
+      const c = await from(direct, '203.0.113.7');
+      expect((await c.request('session.heartbeat')).type).toBe('session.heartbeat');
+      expect(await (await from(direct, '198.51.100.9')).closed).toEqual({ code: 1008, reason: 'rate_limited' });
+      for (const sock of [a, b, c]) sock.close();
+    } finally {
+      await proxied.close();
+      await direct.close();
+    }
+  });
+
   it('admits native clients without Origin, and fails closed on a malformed allowlist', async () => {
     const broken = await startTestServer({ ws_allowed_origins: 'https://good.example' });
     try {
