@@ -123,109 +123,165 @@ export function pushJson(L: any, value: unknown, depth = 0): void {
  * JSON cannot hold (functions, nil ...), so callers can drop them.
  */
 export function toJson(L: any, index: number): JsonValue | undefined {
-  return encode(L, lua.lua_absindex(L, index), 0, new Set());
+  const text = toJsonText(L, index);
+  return text === undefined ? undefined : (JSON.parse(text) as JsonValue);
 }
 
-// Decoded short strings, keyed by fengari's string object: keys and ids
-// repeat every tick, and the objects themselves live as long as the tables.
-const decoded = new WeakMap<object, string>();
-
-/** The string at absolute stack `index` as JS, through the decode cache when short. */
-function stringAt(L: any, index: number): string {
-  const ts = L.stack[L.ci.funcOff + index].value;
-  const bytes: Uint8Array = ts.realstring;
-  if (bytes.length > 64) return jsString(bytes);
-  let s = decoded.get(ts);
-  if (s === undefined) {
-    s = jsString(bytes);
-    decoded.set(ts, s);
-  }
-  return s;
+/**
+ * The Lua value at stack `index` as JSON text (exactly `JSON.stringify` of
+ * what `toJson` returns), or `undefined` for values JSON cannot hold. The
+ * host sends views as text, so they never become JS objects on the way.
+ */
+export function toJsonText(L: any, index: number): string | undefined {
+  const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
+  return slot === undefined ? undefined : valueText(slot, 0);
 }
 
-function encode(L: any, index: number, depth: number, ancestors: Set<unknown>): JsonValue | undefined {
-  switch (lua.lua_type(L, index)) {
-    case lua.LUA_TSTRING:
-      return stringAt(L, index);
-    case lua.LUA_TNUMBER: {
-      const n = lua.lua_tonumber(L, index);
-      return Number.isFinite(n) ? n : null;
-    }
-    case lua.LUA_TBOOLEAN:
-      return lua.lua_toboolean(L, index);
-    case lua.LUA_TTABLE:
-      return encodeTable(L, index, depth, ancestors);
+// The encoder walks fengari's own structures instead of its API: a table is
+// a linked list of live entries in insertion order (`f`, `n`), which is the
+// order `lua_next` visits, without a stack push, pop and key lookup per
+// entry. Values are `TValue`s tagged with the variant type.
+type TValue = { type: number; value: any };
+type Entry = { key: TValue; value: TValue; n: Entry | undefined };
+type Table = { f: Entry | undefined; strong: Map<unknown, Entry> };
+
+const T_BOOLEAN = lua.LUA_TBOOLEAN;
+const T_NUMFLT = lua.LUA_TNUMBER;
+const T_NUMINT = lua.LUA_TNUMBER | (1 << 4);
+const T_SHRSTR = lua.LUA_TSTRING;
+const T_LNGSTR = lua.LUA_TSTRING | (1 << 4);
+const T_TABLE = lua.LUA_TTABLE;
+
+/** A Lua string as JSON: its quoted text, and whether as an object key it keeps its insertion place in JS. */
+type StringText = { readonly quoted: string; readonly plainKey: boolean };
+
+// Keys and ids repeat every tick and their string objects live as long as
+// the tables holding them, so the quoted form is cached per object.
+const stringTexts = new WeakMap<object, StringText>();
+
+function stringText(ts: { realstring: Uint8Array }): StringText {
+  let text = stringTexts.get(ts);
+  if (text !== undefined) return text;
+  const s = jsString(ts.realstring);
+  // JS objects list array-index keys first, ascending, and ignore `__proto__`
+  // assignments; keys like that take the slow path below to keep JS's shape.
+  text = { quoted: JSON.stringify(s), plainKey: s !== '__proto__' && !isArrayIndex(s) };
+  if (ts.realstring.length <= 64) stringTexts.set(ts, text);
+  return text;
+}
+
+function isArrayIndex(s: string): boolean {
+  return /^(?:0|[1-9][0-9]{0,9})$/.test(s) && Number(s) < 4294967295;
+}
+
+/** Tables being encoded, by depth: a table that is its own ancestor is a cycle. */
+const ancestors: Table[] = [];
+
+function valueText(tv: TValue, depth: number): string | undefined {
+  switch (tv.type) {
+    case T_NUMINT:
+      return '' + tv.value;
+    case T_NUMFLT:
+      return Number.isFinite(tv.value) ? '' + tv.value : 'null';
+    case T_SHRSTR:
+    case T_LNGSTR:
+      return stringText(tv.value).quoted;
+    case T_BOOLEAN:
+      return tv.value ? 'true' : 'false';
+    case T_TABLE:
+      return tableText(tv.value, depth);
     default:
       return undefined;
   }
 }
 
-function encodeTable(L: any, index: number, depth: number, ancestors: Set<unknown>): JsonValue {
-  if (depth >= MAX_DEPTH) return 'too_deep';
-  const identity = lua.lua_topointer(L, index);
-  if (ancestors.has(identity)) throw new MarshalError('cyclic table cannot be encoded');
-  ancestors.add(identity);
-  if (!lua.lua_checkstack(L, 4)) throw new MarshalError('Lua stack exhausted while encoding');
+function tableText(t: Table, depth: number): string {
+  if (depth >= MAX_DEPTH) return '"too_deep"';
+  for (let i = 0; i < depth; i++) if (ancestors[i] === t) throw new MarshalError('cyclic table cannot be encoded');
+  ancestors[depth] = t;
 
-  // One pass collects entries; the shape (array or object) is decided after.
-  const keys: (string | number)[] = [];
-  const values: (JsonValue | undefined)[] = [];
-  let sequence = true;
-  lua.lua_pushnil(L);
-  while (lua.lua_next(L, index) !== 0) {
-    const keyType = lua.lua_type(L, -2);
-    let key: string | number | null = null;
-    if (keyType === lua.LUA_TNUMBER) {
-      if (lua.lua_isinteger(L, -2)) key = lua.lua_tointeger(L, -2) as number;
-      else {
-        key = String(lua.lua_tonumber(L, -2));
-        sequence = false;
-      }
-    } else if (keyType === lua.LUA_TSTRING) {
-      key = stringAt(L, lua.lua_gettop(L) - 1);
-      sequence = false;
-    } else if (keyType === lua.LUA_TBOOLEAN) {
-      key = lua.lua_toboolean(L, -2) ? 'true' : 'false';
-      sequence = false;
-    }
-    if (key !== null) {
-      keys.push(key);
-      values.push(encode(L, lua.lua_gettop(L), depth + 1, ancestors));
-    }
-    lua.lua_pop(L, 1);
-  }
-  ancestors.delete(identity);
-
-  const n = keys.length;
-  if (n === 0) return {};
-  if (sequence) {
-    // Keys are integers; a sequence exactly when they are 1..n.
-    const out: JsonValue[] = new Array(n);
-    let exact = true;
-    for (let i = 0; i < n; i++) {
-      const k = keys[i] as number;
-      if (k < 1 || k > n) {
-        exact = false;
+  // Shape first: an array when the kept keys are exactly the integers 1..n,
+  // else an object; `plain` when every key is a string JS keeps in order.
+  let n = 0;
+  let ints = 0;
+  let min = Infinity;
+  let max = -Infinity;
+  let plain = true;
+  for (let e = t.f; e !== undefined; e = e.n) {
+    const k = e.key;
+    switch (k.type) {
+      case T_NUMINT:
+        n++;
+        ints++;
+        if (k.value < min) min = k.value;
+        if (k.value > max) max = k.value;
+        plain = false;
         break;
-      }
-      const v = values[i];
-      out[k - 1] = v === undefined ? null : v;
-    }
-    if (exact) {
-      for (let i = 0; i < n; i++) if (!(i in out)) return objectOf(keys, values);
-      return out;
+      case T_SHRSTR:
+      case T_LNGSTR:
+        n++;
+        if (!stringText(k.value).plainKey) plain = false;
+        break;
+      case T_NUMFLT:
+      case T_BOOLEAN:
+        n++;
+        plain = false;
+        break;
+      default:
+      // Other keys are dropped and do not count.
     }
   }
-  return objectOf(keys, values);
-}
+  if (n === 0) return '{}';
+  const next = depth + 1;
 
-function objectOf(keys: (string | number)[], values: (JsonValue | undefined)[]): JsonValue {
-  const out: Record<string, JsonValue> = {};
-  for (let i = 0; i < keys.length; i++) {
-    const v = values[i];
-    if (v !== undefined) out[String(keys[i])] = v;
+  if (ints === n && min >= 1 && max <= n) {
+    let out = '[';
+    for (let i = 1; i <= n; i++) {
+      const v = valueText((t.strong.get(i) as Entry).value, next);
+      out += (i === 1 ? '' : ',') + (v === undefined ? 'null' : v);
+    }
+    return out + ']';
   }
-  return out;
+
+  if (plain) {
+    let out = '{';
+    for (let e = t.f; e !== undefined; e = e.n) {
+      const type = e.key.type;
+      if (type !== T_SHRSTR && type !== T_LNGSTR) continue;
+      const v = valueText(e.value, next);
+      if (v === undefined) continue;
+      out += (out.length === 1 ? '' : ',') + stringText(e.key.value).quoted + ':' + v;
+    }
+    return out + '}';
+  }
+
+  // Mixed keys: a JS object gives exactly JSON.stringify's key order and
+  // collisions (1 and "1", "__proto__"), as decision 10 was first written.
+  const fields: Record<string, string> = {};
+  for (let e = t.f; e !== undefined; e = e.n) {
+    const k = e.key;
+    let key: string;
+    switch (k.type) {
+      case T_NUMINT:
+      case T_NUMFLT:
+        key = String(k.value);
+        break;
+      case T_SHRSTR:
+      case T_LNGSTR:
+        key = jsString(k.value.realstring);
+        break;
+      case T_BOOLEAN:
+        key = k.value ? 'true' : 'false';
+        break;
+      default:
+        continue;
+    }
+    const v = valueText(e.value, next);
+    if (v !== undefined) fields[key] = v;
+  }
+  let out = '{';
+  for (const key of Object.keys(fields)) out += (out.length === 1 ? '' : ',') + JSON.stringify(key) + ':' + fields[key];
+  return out + '}';
 }
 
 /** True when the value at `index` is a table that encodes as a JSON object (not an array). */

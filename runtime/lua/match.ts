@@ -19,7 +19,7 @@ import {
   type TickResult,
 } from './api';
 import { dirOf } from './game';
-import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushStringObject, stringObject, toJson, type LuaStringObject } from './marshal';
+import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
 import { installGameTable } from './script-api';
 import { lauxlib, lua, MODULE_CACHE, Sandbox, to_luastring, type Outcome } from './vm';
 
@@ -223,8 +223,9 @@ export class MatchVm implements MatchRuntime {
     let text = EMPTY_VIEW;
     if (out.results > 0 && lua.lua_type(L, -out.results) === lua.LUA_TTABLE) {
       try {
-        const value = toJson(L, -out.results);
-        if (isObjectJson(value)) text = JSON.stringify(value);
+        const encoded = toJsonText(L, -out.results);
+        // Only an object is a view; a table that encodes as an array is not.
+        if (encoded !== undefined && encoded.charCodeAt(0) === 123) text = encoded;
       } catch (err) {
         this.report('get_state', 'malformed', (err as Error).message);
       }
@@ -360,8 +361,7 @@ export class MatchVm implements MatchRuntime {
   private checkStateSize(): void {
     this.pushState();
     try {
-      const value = toJson(this.L, -1);
-      if (JSON.stringify(value ?? null).length > STATE_LIMIT_BYTES) {
+      if ((toJsonText(this.L, -1) ?? 'null').length > STATE_LIMIT_BYTES) {
         this.outcome = { result: { status: 'error', reason: 'state_too_large' } };
       }
     } catch (err) {
