@@ -139,10 +139,12 @@ export async function mayUseChannel(ctx: Pick<Ctx, 'db' | 'settings' | 'live'>, 
   }
 }
 
-/** Content a channel accepts: a non-empty string of at most 2000 bytes. Returns the problem, or null. */
+/**
+ * Content a channel accepts: a string of at most 2000 bytes. Returns the problem, or null.
+ * An empty string is accepted and broadcast (wire-protocol 8.3); only direct messages refuse it.
+ */
 export function contentProblem(content: unknown): string | null {
   if (typeof content !== 'string') return 'content must be a string';
-  if (content === '') return 'content must not be empty';
   if (byteLength(content) > CONTENT_MAX_BYTES) return `content must be at most ${CONTENT_MAX_BYTES} bytes`;
   return null;
 }

@@ -125,10 +125,18 @@ describe('chat.send and chat.message', () => {
     a.socket.close();
   });
 
-  it('rejects empty, non-string, oversized or missing content and unauthorised channels', async () => {
+  it('broadcasts empty content (wire-protocol 8.3) without a reply', async () => {
+    const a = await connectPlayer(s);
+    await a.socket.request('chat.join', { channel_id: 'global:lobby' });
+    a.socket.send({ type: 'chat.send', cid: 'empty', payload: { channel_id: 'global:lobby', content: '' } });
+    expect((await a.socket.next('chat.message')).payload).toMatchObject({ sender_id: a.playerId, content: '' });
+    expect(await a.socket.quiet((f) => f.cid === 'empty', 100)).toBe(true);
+    a.socket.close();
+  });
+
+  it('rejects non-string, oversized or missing content and unauthorised channels', async () => {
     const a = await connectPlayer(s);
     const send = (payload: unknown) => a.socket.request('chat.send', payload);
-    expectFrameError(await send({ channel_id: 'global:lobby', content: '' }), 'invalid_payload', 'invalid_payload');
     expectFrameError(await send({ channel_id: 'global:lobby', content: 7 }), 'invalid_payload', 'invalid_payload');
     expectFrameError(await send({ channel_id: 'global:lobby', content: 'é'.repeat(1001) }), 'invalid_payload', 'invalid_payload');
     expectFrameError(await send({ channel_id: 'global:lobby' }), 'invalid_payload', 'invalid_payload');
