@@ -112,8 +112,8 @@ export class ChatHost implements LiveChat {
   }
 
   async #join(session: Session, frame: ClientFrame): Promise<Reply | null> {
-    const raw = isPlainObject(frame.payload) ? frame.payload.channel_id : undefined;
-    const channel = parseChannel(raw);
+    const p = requirePayload(frame);
+    const channel = parseChannel(p.channel_id);
     if (!channel) throw new FrameError('invalid_channel_id', { message: 'channel_id must be 1-256 bytes with a known prefix.' });
     const playerId = session.playerId!;
     if (!(await mayUseChannel(this.ctx, playerId, channel))) {
@@ -146,7 +146,7 @@ export class ChatHost implements LiveChat {
   }
 
   #leave(session: Session, frame: ClientFrame): Reply {
-    const id = isPlainObject(frame.payload) ? frame.payload.channel_id : undefined;
+    const id = requirePayload(frame).channel_id;
     if (typeof id !== 'string') throw new FrameError('unknown_type');
     const channel = this.#channels.get(id);
     if (channel && channel.members.has(session)) this.#part(session, channel);
@@ -170,8 +170,8 @@ export class ChatHost implements LiveChat {
   }
 
   async #send(session: Session, frame: ClientFrame): Promise<null> {
-    const p = frame.payload;
-    if (!isPlainObject(p) || !('channel_id' in p) || !('content' in p) || typeof p.channel_id !== 'string') {
+    const p = requirePayload(frame);
+    if (!('channel_id' in p) || !('content' in p) || typeof p.channel_id !== 'string') {
       throw new FrameError('invalid_payload', { message: 'chat.send needs a string channel_id and content.' });
     }
     const problem = contentProblem(p.content);
@@ -212,8 +212,8 @@ export class ChatHost implements LiveChat {
   }
 
   async #dm(session: Session, frame: ClientFrame): Promise<Reply> {
-    const p = frame.payload;
-    if (!isPlainObject(p) || !('recipient_id' in p) || !('content' in p)) {
+    const p = requirePayload(frame);
+    if (!('recipient_id' in p) || !('content' in p)) {
       throw new FrameError('invalid_payload', { message: 'dm.send needs recipient_id and content.' });
     }
     if (typeof p.recipient_id !== 'string' || typeof p.content !== 'string') {
@@ -223,4 +223,15 @@ export class ChatHost implements LiveChat {
     const sent = await sendDirectMessage(this.ctx, session.playerId!, p.recipient_id, p.content);
     return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
   }
+}
+
+/**
+ * Wire-protocol 2.4: these frames need a `payload`; without one the frame is
+ * `unknown_type` (asobi's dispatch, kept), and one that is not an object is
+ * `invalid_payload`.
+ */
+function requirePayload(frame: ClientFrame): Record<string, unknown> {
+  if (!frame.hasPayload) throw new FrameError('unknown_type');
+  if (!isPlainObject(frame.payload)) throw new FrameError('invalid_payload', { message: `${frame.type} takes an object payload.` });
+  return frame.payload;
 }

@@ -70,9 +70,21 @@ describe('chat.join membership rules per prefix', () => {
     for (const channel_id of bad) {
       expectFrameError(await a.socket.request('chat.join', channel_id === undefined ? {} : { channel_id }), 'invalid_channel_id', 'chat.invalid_channel_id');
     }
-    expectFrameError(await a.socket.request('chat.join'), 'invalid_channel_id', 'chat.invalid_channel_id');
+    // Wire-protocol 2.4: no payload at all is unknown_type; a payload that is not an object, invalid_payload.
+    expectFrameError(await a.socket.request('chat.join'), 'unknown_type', 'unknown_type');
+    expectFrameError(await a.socket.request('chat.join', 'global:lobby'), 'invalid_payload', 'invalid_payload');
     a.socket.close();
     b.socket.close();
+  });
+
+  it('chat.leave answers chat.left whether or not joined; a missing or non-string channel_id is unknown_type', async () => {
+    const a = await connectPlayer(s);
+    expect(await a.socket.request('chat.leave', { channel_id: 'global:never-joined' })).toMatchObject({ type: 'chat.left', payload: { channel_id: 'global:never-joined' } });
+    for (const payload of [undefined, {}, { channel_id: 5 }]) {
+      expectFrameError(await a.socket.request('chat.leave', payload), 'unknown_type', 'unknown_type');
+    }
+    expectFrameError(await a.socket.request('chat.leave', ['global:lobby']), 'invalid_payload', 'invalid_payload');
+    a.socket.close();
   });
 
   it('caps a connection at 32 joined channels, re-joins included', async () => {
@@ -137,6 +149,7 @@ describe('chat.send and chat.message', () => {
   it('rejects non-string, oversized or missing content and unauthorised channels', async () => {
     const a = await connectPlayer(s);
     const send = (payload: unknown) => a.socket.request('chat.send', payload);
+    expectFrameError(await send(undefined), 'unknown_type', 'unknown_type');
     expectFrameError(await send({ channel_id: 'global:lobby', content: 7 }), 'invalid_payload', 'invalid_payload');
     expectFrameError(await send({ channel_id: 'global:lobby', content: 'é'.repeat(1001) }), 'invalid_payload', 'invalid_payload');
     expectFrameError(await send({ channel_id: 'global:lobby' }), 'invalid_payload', 'invalid_payload');

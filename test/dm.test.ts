@@ -89,6 +89,9 @@ describe('bounds', () => {
     expect(invalid.payload.error.details).toEqual({ reason: 'invalid_input' });
     expectFrameError(await a.socket.request('dm.send', { recipient_id: b.playerId }), 'invalid_payload', 'invalid_payload');
     expectFrameError(await a.socket.request('dm.send', 'x'), 'invalid_payload', 'invalid_payload');
+    expectFrameError(await a.socket.request('dm.send'), 'unknown_type', 'unknown_type');
+    const nonString = await a.socket.request('dm.send', { recipient_id: 7, content: 'x' });
+    expectFrameError(nonString, 'invalid_input', 'ws.request_failed');
     expect(await b.socket.quiet('dm.message', 200)).toBe(true);
     a.socket.close();
     b.socket.close();
