@@ -44,9 +44,16 @@ export function nodeHandler(options: AdapterOptions) {
     const request: RequestLike = { method: req.method ?? 'GET', url, headers: new NodeHeaders(req.headers), body: null, bufferedBody: body };
 
     const reply = await app.handle(request, { ip, requestId, secure });
-    reply.headers['content-length'] = String(Buffer.byteLength(reply.body));
-    // Headers and a string body go out in one write.
-    res.writeHead(reply.status, reply.headers);
+    // A flat [name, value, ...] list is node's cheapest header form; headers
+    // and a string body then go out in one write.
+    const flat: string[] = [];
+    for (const name in reply.headers) {
+      const value = reply.headers[name]!;
+      if (Array.isArray(value)) for (const v of value) flat.push(name, v);
+      else flat.push(name, value);
+    }
+    flat.push('content-length', String(Buffer.byteLength(reply.body)));
+    res.writeHead(reply.status, flat);
     res.end(reply.body);
   };
 }

@@ -171,7 +171,12 @@ export class ApiError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(code: ErrorCode, message?: string, details: ErrorDetails = {}, headers: Record<string, string> = {}) {
+    // An ApiError is an expected answer, not a fault: skip the stack trace,
+    // which is most of its cost, so floods of 401/404/429 stay cheap.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message ?? defaultMessage(code));
+    Error.stackTraceLimit = limit;
     this.name = 'ApiError';
     this.code = code;
     this.details = details;
