@@ -13,6 +13,7 @@ import {
   type WorldRoster,
 } from '../runtime/chat';
 import type { Ctx } from '../runtime/context';
+import { ApiError } from '../runtime/errors';
 import { sendDirectMessage } from '../runtime/dm';
 import { FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
 import type { Session } from './sessions';
@@ -220,8 +221,14 @@ export class ChatHost implements LiveChat {
       throw new FrameError('invalid_input', { message: 'recipient_id and content must be strings.' });
     }
     this.#spend(session);
-    const sent = await sendDirectMessage(this.ctx, session.playerId!, p.recipient_id, p.content);
-    return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
+    try {
+      const sent = await sendDirectMessage(this.ctx, session.playerId!, p.recipient_id, p.content);
+      return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
+    } catch (err) {
+      // REST answers 404 `player.not_found`; the socket's reason table (wire-protocol 13.1) has `not_found`.
+      if (err instanceof ApiError && err.code === 'player.not_found') throw new FrameError('not_found', { message: err.message });
+      throw err;
+    }
   }
 }
 

@@ -116,14 +116,17 @@ export class FrameError extends Error {
     this.echoCid = options.echoCid ?? true;
   }
 
-  /** A domain failure thrown as `ApiError` (shared with REST), carried on the socket. */
+  /**
+   * A domain failure thrown as `ApiError` (shared with REST), carried on the socket.
+   * The code always follows from the reason (wire-protocol 13.1 is complete): a
+   * code with no reason of its own travels as `ws.request_failed`.
+   */
   static from(err: ApiError, frameType?: string): FrameError {
     const known = CODE_REASONS.get(err.code);
     const reason = known ?? (typeof err.details.reason === 'string' ? err.details.reason : err.code);
     return new FrameError(reason, {
       details: err.details,
       message: err.message,
-      ...(known ? {} : { code: err.code }),
       ...(frameType ? { frameType } : {}),
     });
   }

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../runtime/errors';
+import { FrameError } from '../runtime/frames';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, expectErrorFrame, registerPlayer, TestSocket, type Frame } from './support/ws-client';
 
@@ -91,6 +93,14 @@ describe('envelope and cid rules', () => {
     const f = await sock.request('nope.nothing', {});
     expectErrorFrame(f, 'unknown_type', 'unknown_type');
     expect(JSON.stringify(f)).not.toContain('nope.nothing');
+  });
+
+  it('carries a domain error whose code has no reason of its own as ws.request_failed (13.1 is complete)', () => {
+    expect(FrameError.from(new ApiError('player.not_found')).payload()).toEqual({
+      reason: 'player.not_found',
+      error: { code: 'ws.request_failed', message: expect.any(String), details: { reason: 'player.not_found' } },
+    });
+    expect(FrameError.from(new ApiError('dm.blocked')).payload()).toMatchObject({ reason: 'blocked', error: { code: 'dm.blocked', details: {} } });
   });
 
   it('answers a binary frame binary_uplink_unsupported as ws.request_failed', async () => {
