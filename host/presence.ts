@@ -1,29 +1,27 @@
 import type { Ctx } from '../runtime/context';
-import { FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
-import { acceptedFriendIds } from '../runtime/friends';
+import { FrameError, type ClientFrame } from '../runtime/frames';
 import { DEFAULT_STATUS, parsePresenceUpdate, type LivePresence, type Presence } from '../runtime/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './ws';
 
 /**
- * Presence on this node: `presence.update` stores the player's status and
- * metadata for as long as they have a live socket and pushes
- * `presence.updated` `{player_id, status, metadata}` to their online accepted
- * friends; the last socket closing clears it and pushes `status: "offline"`.
+ * Presence on this node (wire-protocol 10.1): `presence.update` stores the
+ * player's status (and our additive metadata) for as long as they have a live
+ * socket and answers `presence.updated` with the stored value. Nothing is
+ * pushed to other players: a client that sent `presence.update` without a
+ * `cid` takes the next un-correlated `presence.updated` as its reply, so a
+ * friend's change arriving under that type would be mistaken for it. Friends
+ * read each other's presence from `GET /friends`.
  */
 export class PresenceHost implements LivePresence {
   readonly #state = new Map<string, Presence>();
 
+  // `ctx` stays in the signature host/live.ts wires; presence needs no database since nothing is pushed to friends.
   constructor(
-    private readonly ctx: Ctx,
+    _ctx: Ctx,
     private readonly sessions: SessionRegistry,
   ) {
-    sessions.onPlayerGone((playerId) => {
-      this.#state.delete(playerId);
-      this.#toFriends(playerId, { status: 'offline', metadata: {} }).catch((err) =>
-        this.ctx.log.warn('presence_push_failed', { player_id: playerId, error: err instanceof Error ? err.message : String(err) }),
-      );
-    });
+    sessions.onPlayerGone((playerId) => this.#state.delete(playerId));
   }
 
   attach(gateway: Gateway): void {
@@ -41,21 +39,11 @@ export class PresenceHost implements LivePresence {
     return players.size;
   }
 
-  async #update(session: Session, frame: ClientFrame): Promise<Reply> {
-    const payload = frame.hasPayload ? frame.payload : {};
-    if (!isPlainObject(payload)) throw new FrameError('invalid_payload', { message: 'presence.update takes an object.' });
-    const presence = parsePresenceUpdate(payload);
-    const playerId = session.playerId!;
-    this.#state.set(playerId, presence);
-    await this.#toFriends(playerId, presence);
+  #update(session: Session, frame: ClientFrame): Reply {
+    // Wire-protocol 2.4: not among the frames that work without a payload.
+    if (!frame.hasPayload) throw new FrameError('unknown_type');
+    const presence = parsePresenceUpdate(frame.payload);
+    this.#state.set(session.playerId!, presence);
     return { type: 'presence.updated', payload: { status: presence.status, metadata: presence.metadata } };
-  }
-
-  async #toFriends(playerId: string, presence: Presence): Promise<void> {
-    const friends = await acceptedFriendIds(this.ctx.db, playerId);
-    const online = friends.filter((f) => this.sessions.isOnline(f));
-    if (online.length === 0) return;
-    const text = JSON.stringify({ type: 'presence.updated', payload: { player_id: playerId, status: presence.status, metadata: presence.metadata } });
-    for (const f of online) this.sessions.pushText(f, text);
   }
 }

@@ -5,6 +5,7 @@ import { registerErasable } from './erasure';
 import { ApiError, missingField, validationFailed } from './errors';
 import { isUuid } from './ids';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
+import type { Presence } from './presence';
 import type { Database, FriendshipsTable } from './schema';
 
 /**
@@ -45,7 +46,7 @@ export interface FriendshipView {
 export interface FriendListing extends FriendshipView {
   direction: 'outgoing' | 'incoming';
   online: boolean;
-  presence: { status: string; metadata: Record<string, unknown> } | null;
+  presence: Presence | null;
 }
 
 type Row = Selectable<FriendshipsTable>;
@@ -237,7 +238,7 @@ export async function listFriends(
   db: Db,
   caller: string,
   q: FriendQuery,
-  presenceOf: (playerId: string) => { status: string; metadata: Record<string, unknown> } | null,
+  presenceOf: (playerId: string) => Presence | null,
 ): Promise<FriendListing[]> {
   let query = db
     .selectFrom('friendships')
@@ -252,17 +253,6 @@ export async function listFriends(
     const presence = row.status === 'accepted' ? presenceOf(other) : null;
     return { ...view(row), direction: outgoing ? 'outgoing' : 'incoming', online: presence !== null, presence };
   });
-}
-
-/** Accepted friends of a player, either direction (presence pushes). */
-export async function acceptedFriendIds(db: Db, playerId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('friendships')
-    .select(['player_id', 'friend_id'])
-    .where('status', '=', 'accepted')
-    .where((eb) => eb.or([eb('player_id', '=', playerId), eb('friend_id', '=', playerId)]))
-    .execute();
-  return rows.map((r) => (r.player_id === playerId ? r.friend_id : r.player_id));
 }
 
 /** True when either player has blocked the other (requests and direct messages stop both ways). */

@@ -2,14 +2,15 @@ import { ApiError } from './errors';
 import { byteLength, isPlainObject } from './frames';
 
 /**
- * Presence (wire-protocol 10.1, extended): a player online on this node has a
- * status (default `online`) and a small metadata object, set with
- * `presence.update`, pushed to their accepted friends as `presence.updated`,
- * and cleared when their last socket closes. Nothing is persisted.
+ * Presence (wire-protocol 10.1, plus an additive metadata object): a player
+ * online on this node has a status — any JSON value the client sent, `online`
+ * when absent, never checked against a list — and a small metadata object,
+ * both set with `presence.update`, readable by friends over REST, and cleared
+ * when their last socket closes. Nothing is persisted or pushed.
  */
 
 export interface Presence {
-  status: string;
+  status: unknown;
   metadata: Record<string, unknown>;
 }
 
@@ -21,16 +22,13 @@ export interface LivePresence {
   onlineCount(): number;
 }
 
-export const STATUS_MAX_BYTES = 64;
 export const METADATA_MAX_BYTES = 1024;
 export const DEFAULT_STATUS = 'online';
 
-/** Validates a `presence.update` payload: `status` a string of 1-64 bytes, `metadata` an object of at most 1 KiB encoded. */
-export function parsePresenceUpdate(payload: Record<string, unknown>): Presence {
-  const status = payload.status ?? DEFAULT_STATUS;
-  if (typeof status !== 'string' || status === '' || byteLength(status) > STATUS_MAX_BYTES) {
-    throw new ApiError('invalid_payload', `status must be a string of 1-${STATUS_MAX_BYTES} bytes.`, { field: 'status' });
-  }
+/** Reads a `presence.update` payload: an object; `metadata`, when given, an object of at most 1 KiB encoded. */
+export function parsePresenceUpdate(payload: unknown): Presence {
+  if (!isPlainObject(payload)) throw new ApiError('invalid_payload', 'presence.update takes an object.');
+  const status = 'status' in payload ? payload.status : DEFAULT_STATUS;
   const metadata = payload.metadata ?? {};
   if (!isPlainObject(metadata)) throw new ApiError('invalid_payload', 'metadata must be an object.', { field: 'metadata' });
   if (byteLength(JSON.stringify(metadata)) > METADATA_MAX_BYTES) {
