@@ -1,5 +1,5 @@
 import { dmHistory, sendDirectMessage } from '../runtime/dm';
-import { ApiError } from '../runtime/errors';
+import { missingField } from '../runtime/errors';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
 import { queryLimit } from './matches';
@@ -12,8 +12,9 @@ export const dmRoutes: Route[] = [
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
       const body = await readJsonObject(request);
+      // Spec part 7 (and the rest-payloads decision on missing fields): absent or not a string is `missing_field`.
       for (const field of ['recipient_id', 'content'] as const) {
-        if (typeof body[field] !== 'string') throw new ApiError('invalid_payload', `Field '${field}' must be a string.`, { field });
+        if (typeof body[field] !== 'string') throw missingField(field);
       }
       return json(await sendDirectMessage(ctx, playerId, body.recipient_id as string, body.content as string));
     },

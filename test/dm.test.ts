@@ -60,7 +60,7 @@ describe('sending', () => {
 });
 
 describe('bounds', () => {
-  it('REST: empty 400, over 2000 bytes 413, exactly 2000 bytes ok, non-string or missing 400 invalid_payload', async () => {
+  it('REST: empty 400, over 2000 bytes 413, exactly 2000 bytes ok, non-string or missing 400 missing_field', async () => {
     const [a, b] = [await connectPlayer(s), await connectPlayer(s)];
     const err = async (body: unknown, status: number, code: string) => {
       const res = await post(a, body);
@@ -68,10 +68,15 @@ describe('bounds', () => {
     };
     await err({ recipient_id: b.playerId, content: '' }, 400, 'dm.content_empty');
     await err({ recipient_id: b.playerId, content: '€'.repeat(667) }, 413, 'dm.content_too_large');
-    await err({ recipient_id: b.playerId, content: 5 }, 400, 'invalid_payload');
-    await err({ recipient_id: b.playerId }, 400, 'invalid_payload');
-    await err({ content: 'x' }, 400, 'invalid_payload');
-    await err({ recipient_id: 42, content: 'x' }, 400, 'invalid_payload');
+    for (const [body, field] of [
+      [{ recipient_id: b.playerId, content: 5 }, 'content'],
+      [{ recipient_id: b.playerId }, 'content'],
+      [{ content: 'x' }, 'recipient_id'],
+      [{ recipient_id: 42, content: 'x' }, 'recipient_id'],
+    ] as const) {
+      const res = await post(a, body);
+      expect([res.status, res.body.error.code, res.body.error.details], JSON.stringify(res.body)).toEqual([400, 'missing_field', { field }]);
+    }
     await err({ recipient_id: a.playerId, content: 'me' }, 400, 'invalid_payload');
     await err({ recipient_id: '0190c1f2-aaaa-7000-8000-000000000001', content: 'x' }, 404, 'player.not_found');
     expect((await post(a, { recipient_id: b.playerId, content: 'é'.repeat(1000) })).status).toBe(200);
