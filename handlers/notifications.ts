@@ -2,7 +2,7 @@ import { deleteNotification, listNotifications, markNotificationRead } from '../
 import { json, requirePlayer, type Route } from './http';
 import { queryLimit } from './matches';
 
-/** Notifications (spec 4.11, rest-payloads 15): the caller's own only; anyone else's answers 404. */
+/** Notifications (spec 4.11, rest-payloads 15): the caller's own only; anyone else's answers 403 `forbidden`. */
 export const notificationRoutes: Route[] = [
   {
     method: 'GET',

@@ -123,7 +123,12 @@ export async function listNotifications(db: Db, playerId: string, q: Notificatio
 
 const notFound = () => new ApiError('notification.not_found', 'No such notification.');
 
-/** Someone else's notification answers exactly like a missing one. */
+/** After a write matched nothing: someone else's notification is 403 `forbidden`, a missing one 404 (rest-payloads 15). */
+async function refusal(db: Db, id: string): Promise<ApiError> {
+  const other = await db.selectFrom('notifications').select('id').where('id', '=', id).executeTakeFirst();
+  return other ? new ApiError('forbidden', 'That notification belongs to another player.') : notFound();
+}
+
 export async function markNotificationRead(db: Db, playerId: string, id: string): Promise<NotificationView> {
   if (!isUuid(id)) throw notFound();
   const row = await db
@@ -133,12 +138,12 @@ export async function markNotificationRead(db: Db, playerId: string, id: string)
     .where('player_id', '=', playerId)
     .returningAll()
     .executeTakeFirst();
-  if (!row) throw notFound();
+  if (!row) throw await refusal(db, id);
   return view(row);
 }
 
 export async function deleteNotification(db: Db, playerId: string, id: string): Promise<void> {
   if (!isUuid(id)) throw notFound();
   const gone = await db.deleteFrom('notifications').where('id', '=', id).where('player_id', '=', playerId).executeTakeFirst();
-  if (Number(gone.numDeletedRows) === 0) throw notFound();
+  if (Number(gone.numDeletedRows) === 0) throw await refusal(db, id);
 }

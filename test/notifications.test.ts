@@ -79,11 +79,12 @@ describe('listing and ownership', () => {
     expect(subjects(await list(p, '?limit=-4'))).toEqual(['s4']);
   });
 
-  it("answers someone else's notification exactly like a missing one, and changes nothing", async () => {
+  it("answers someone else's notification 403 forbidden (rest-payloads 15) and changes nothing", async () => {
     const [owner, other] = [await registerPlayer(s), await registerPlayer(s)];
     const n = await notify(s.ctx, { playerId: owner.player_id, type: 'n', subject: 'mine' });
-    expectError(await markRead(other, n.id), 404, 'notification.not_found');
-    expectError(await remove(other, n.id), 404, 'notification.not_found');
+    expectError(await markRead(other, n.id), 403, 'forbidden');
+    expectError(await remove(other, n.id), 403, 'forbidden');
+    expectError(await markRead(other, '0190c1f6-3333-7000-8000-000000000006'), 404, 'notification.not_found');
     expectError(await markRead(other, 'not-an-id'), 404, 'notification.not_found');
     expect((await list(owner)).body.notifications).toMatchObject([{ id: n.id, read: false }]);
     expectError(await s.call('GET', '/api/v1/notifications'), 401, 'unauthenticated');
