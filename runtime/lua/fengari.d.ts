@@ -15,3 +15,15 @@ declare module 'fengari/src/lstring.js' {
   const lstring: any;
   export default lstring;
 }
+declare module 'fengari/src/ldo.js' {
+  const ldo: any;
+  export default ldo;
+}
+declare module 'fengari/src/lstate.js' {
+  const lstate: any;
+  export default lstate;
+}
+declare module 'fengari/src/lvm.js' {
+  const lvm: any;
+  export default lvm;
+}

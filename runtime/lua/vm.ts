@@ -19,6 +19,7 @@
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
 import type { FailureKind, ScriptSource } from './api';
+import { installFastCalls } from './stack';
 
 const { lua, lauxlib, lualib, to_luastring } = fengari;
 
@@ -103,6 +104,7 @@ export class Sandbox {
 
   constructor(options: SandboxOptions) {
     installGuards();
+    installFastCalls();
     this.source = options.source;
     this.baseDir = options.baseDir;
     const L = lauxlib.luaL_newstate();
