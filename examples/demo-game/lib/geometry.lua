@@ -11,11 +11,14 @@ function geometry.clamp(v, lo, hi)
   return v
 end
 
--- Reads a movement component from client input: any number is clamped to
+-- Reads a movement component from client input: any number is rounded to
 -- one step in either direction, anything else means "no movement".
+local type = type
 function geometry.step(value)
   if type(value) ~= "number" then return 0 end
-  return geometry.clamp(math.floor(value + 0.5), -1, 1)
+  if value >= 0.5 then return 1 end
+  if value < -0.5 then return -1 end
+  return 0
 end
 
 return geometry
