@@ -102,7 +102,7 @@ async function accept(trx: Transaction<Database>, ctx: Ctx, request: Row, now: D
 
 /** `POST /friends`. */
 export async function requestFriend(ctx: Ctx, caller: string, friendId: unknown): Promise<FriendshipView> {
-  if (typeof friendId !== 'string') throw new ApiError('invalid_payload', "Field 'friend_id' must be a player id string.", { field: 'friend_id' });
+  if (typeof friendId !== 'string') throw missingField('friend_id');
   const now = new Date(ctx.clock.now());
   let note: NotificationView | null = null;
   let result: FriendshipView;

@@ -34,8 +34,11 @@ describe('friend requests', () => {
     expectError(await request(a, a.player_id), 400, 'social.cannot_friend_self');
     expectError(await request(a, '0190c1f2-aaaa-7000-8000-000000000001'), 404, 'social.friend_not_found');
     expectError(await request(a, 'not-a-uuid'), 404, 'social.friend_not_found');
-    expectError(await request(a, 42), 400, 'invalid_payload');
-    expectError(await s.call('POST', '/api/v1/friends', { token: a.access_token, body: {} }), 400, 'invalid_payload');
+    // rest-payloads decision: absent or not a string is missing_field with details.field.
+    const wrongType = await request(a, 42);
+    expectError(wrongType, 400, 'missing_field');
+    expect(wrongType.body.error.details.field).toBe('friend_id');
+    expectError(await s.call('POST', '/api/v1/friends', { token: a.access_token, body: {} }), 400, 'missing_field');
     expectError(await s.call('POST', '/api/v1/friends', { body: { friend_id: a.player_id } }), 401, 'unauthenticated');
   });
 
