@@ -1,27 +1,32 @@
 import type { Ctx } from '../runtime/context';
 import { FrameError, type ClientFrame } from '../runtime/frames';
+import { acceptedFriendIds } from '../runtime/friends';
 import { DEFAULT_STATUS, parsePresenceUpdate, type LivePresence, type Presence } from '../runtime/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './ws';
 
 /**
- * Presence on this node (wire-protocol 10.1): `presence.update` stores the
- * player's status (and our additive metadata) for as long as they have a live
- * socket and answers `presence.updated` with the stored value. Nothing is
- * pushed to other players: a client that sent `presence.update` without a
- * `cid` takes the next un-correlated `presence.updated` as its reply, so a
- * friend's change arriving under that type would be mistaken for it. Friends
- * read each other's presence from `GET /friends`.
+ * Presence on this node: `presence.update` stores the player's status (any
+ * JSON value, wire-protocol 10.1) and a small metadata object for as long as
+ * they have a live socket, answers `presence.updated` with the stored value,
+ * and pushes the change to their online accepted friends as a cid-less
+ * `presence.updated` carrying `player_id` — the field that tells a friend's
+ * change from the sender's own reply (docs/decisions/0006). The last socket
+ * closing clears it and tells friends `status: "offline"`.
  */
 export class PresenceHost implements LivePresence {
   readonly #state = new Map<string, Presence>();
 
-  // `ctx` stays in the signature host/live.ts wires; presence needs no database since nothing is pushed to friends.
   constructor(
-    _ctx: Ctx,
+    private readonly ctx: Ctx,
     private readonly sessions: SessionRegistry,
   ) {
-    sessions.onPlayerGone((playerId) => this.#state.delete(playerId));
+    sessions.onPlayerGone((playerId) => {
+      this.#state.delete(playerId);
+      this.#toFriends(playerId, { status: 'offline', metadata: {} }).catch((err) =>
+        this.ctx.log.warn('presence_push_failed', { player_id: playerId, error: err instanceof Error ? err.message : String(err) }),
+      );
+    });
   }
 
   attach(gateway: Gateway): void {
@@ -39,11 +44,21 @@ export class PresenceHost implements LivePresence {
     return players.size;
   }
 
-  #update(session: Session, frame: ClientFrame): Reply {
+  async #update(session: Session, frame: ClientFrame): Promise<Reply> {
     // Wire-protocol 2.4: not among the frames that work without a payload.
     if (!frame.hasPayload) throw new FrameError('unknown_type');
     const presence = parsePresenceUpdate(frame.payload);
-    this.#state.set(session.playerId!, presence);
+    const playerId = session.playerId!;
+    this.#state.set(playerId, presence);
+    await this.#toFriends(playerId, presence);
     return { type: 'presence.updated', payload: { status: presence.status, metadata: presence.metadata } };
+  }
+
+  async #toFriends(playerId: string, presence: Presence): Promise<void> {
+    const friends = await acceptedFriendIds(this.ctx.db, playerId);
+    const online = friends.filter((f) => this.sessions.isOnline(f));
+    if (online.length === 0) return;
+    const text = JSON.stringify({ type: 'presence.updated', payload: { player_id: playerId, status: presence.status, metadata: presence.metadata } });
+    for (const f of online) this.sessions.pushText(f, text);
   }
 }

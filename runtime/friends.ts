@@ -255,6 +255,17 @@ export async function listFriends(
   });
 }
 
+/** Accepted friends of a player, either direction (presence pushes). */
+export async function acceptedFriendIds(db: Db, playerId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('friendships')
+    .select(['player_id', 'friend_id'])
+    .where('status', '=', 'accepted')
+    .where((eb) => eb.or([eb('player_id', '=', playerId), eb('friend_id', '=', playerId)]))
+    .execute();
+  return rows.map((r) => (r.player_id === playerId ? r.friend_id : r.player_id));
+}
+
 /** True when either player has blocked the other (requests and direct messages stop both ways). */
 export async function eitherBlocked(db: Db | Transaction<Database>, a: string, b: string): Promise<boolean> {
   const { mine, theirs } = await pairRows(db, a, b);

@@ -20,22 +20,24 @@ async function befriend(a: Player, b: Player): Promise<void> {
 const isPresence = (f: Frame) => f.type === 'presence.updated' && f.cid === undefined;
 
 describe('presence.update', () => {
-  it('answers presence.updated echoing the stored status; other players get no push (wire-protocol 10.1)', async () => {
-    const [a, friend, stranger] = [await connectPlayer(s), await connectPlayer(s), await connectPlayer(s)];
+  it('answers presence.updated and pushes the change, with player_id, to online accepted friends only', async () => {
+    const [a, friend, stranger, pending] = [await connectPlayer(s), await connectPlayer(s), await connectPlayer(s), await connectPlayer(s)];
     await befriend(a, friend);
+    await s.call('POST', '/api/v1/friends', { token: pending.token, body: { friend_id: a.playerId } });
     const reply = await a.socket.request('presence.update', { status: 'in_lobby', metadata: { map: 'dust' } });
+    // The sender's reply echoes its cid and names nobody; a friend's push has no cid and names the player.
     expect(reply).toEqual({ type: 'presence.updated', cid: expect.any(String), payload: { status: 'in_lobby', metadata: { map: 'dust' } } });
-    // A cid-less update: the next un-correlated presence.updated is the sender's own reply, never someone else's change.
-    a.socket.send({ type: 'presence.update', payload: { status: 'away' } });
-    expect((await a.socket.next(isPresence)).payload).toEqual({ status: 'away', metadata: {} });
-    for (const p of [friend, stranger]) expect(await p.socket.quiet(isPresence, 200)).toBe(true);
+    const pushed = await friend.socket.next(isPresence);
+    expect(pushed.payload).toEqual({ player_id: a.playerId, status: 'in_lobby', metadata: { map: 'dust' } });
+    expect(await stranger.socket.quiet(isPresence, 200)).toBe(true);
+    expect(await pending.socket.quiet(isPresence, 50)).toBe(true);
 
-    // Friends read it over REST instead.
+    // Friend listings show it too.
     const listing = await s.call('GET', '/api/v1/friends', { token: friend.token });
-    expect(listing.body.friends[0]).toMatchObject({ online: true, presence: { status: 'away', metadata: {} } });
+    expect(listing.body.friends[0]).toMatchObject({ online: true, presence: { status: 'in_lobby', metadata: { map: 'dust' } } });
     // An absent status means online.
     expect((await a.socket.request('presence.update', {})).payload).toEqual({ status: 'online', metadata: {} });
-    for (const p of [a, friend, stranger]) p.socket.close();
+    for (const p of [a, friend, stranger, pending]) p.socket.close();
   });
 
   it('stores any status value unvalidated; checks only the payload and metadata shapes', async () => {
@@ -54,27 +56,27 @@ describe('presence.update', () => {
     a.socket.close();
   });
 
-  it('is cleared when the last socket closes; the online count drops and nobody is pushed anything', async () => {
+  it('is cleared when the last socket closes; friends see offline and the online count drops', async () => {
     const [a, friend] = [await connectPlayer(s), await connectPlayer(s)];
     await befriend(a, friend);
     const second = await TestSocket.open(s);
     await second.request('session.connect', { token: a.token });
     await a.socket.request('presence.update', { status: 'busy' });
+    await friend.socket.next(isPresence);
     const countBefore = s.ctx.live.presence.onlineCount();
     expect(countBefore).toBeGreaterThanOrEqual(2);
 
     a.socket.close();
     await a.socket.closed;
     // One socket left: still online, status kept.
-    await new Promise((r) => setTimeout(r, 50));
+    expect(await friend.socket.quiet(isPresence, 200)).toBe(true);
     expect(s.ctx.live.presence.get(a.playerId)).toEqual({ status: 'busy', metadata: {} });
 
     second.close();
-    await second.closed;
-    await new Promise((r) => setTimeout(r, 50));
+    const offline = await friend.socket.next(isPresence);
+    expect(offline.payload).toEqual({ player_id: a.playerId, status: 'offline', metadata: {} });
     expect(s.ctx.live.presence.get(a.playerId)).toBeNull();
     expect(s.ctx.live.presence.onlineCount()).toBe(countBefore - 1);
-    expect(await friend.socket.quiet(isPresence, 100)).toBe(true);
     const listing = await s.call('GET', '/api/v1/friends', { token: friend.token });
     expect(listing.body.friends[0]).toMatchObject({ online: false, presence: null });
     friend.socket.close();
