@@ -27,3 +27,7 @@ declare module 'fengari/src/lvm.js' {
   const lvm: any;
   export default lvm;
 }
+declare module 'fengari/src/ltable.js' {
+  const ltable: any;
+  export default ltable;
+}

@@ -15,8 +15,24 @@ import { lua, to_luastring } from './vm';
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
 import lstring from 'fengari/src/lstring.js';
+import ltable from 'fengari/src/ltable.js';
 
 const { to_jsstring } = fengari;
+
+// Encoding and decoding use fengari's own structures instead of its API: a table is
+// a linked list of live entries in insertion order (`f`, `n`), which is the
+// order `lua_next` visits, without a stack push, pop and key lookup per
+// entry. Values are `TValue`s tagged with the variant type.
+type TValue = { type: number; value: any };
+type Entry = { key: TValue; value: TValue; n: Entry | undefined };
+type Table = { f: Entry | undefined; strong: Map<unknown, Entry> };
+
+const T_BOOLEAN = lua.LUA_TBOOLEAN;
+const T_NUMFLT = lua.LUA_TNUMBER;
+const T_NUMINT = lua.LUA_TNUMBER | (1 << 4);
+const T_SHRSTR = lua.LUA_TSTRING;
+const T_LNGSTR = lua.LUA_TSTRING | (1 << 4);
+const T_TABLE = lua.LUA_TTABLE;
 
 export const MAX_DEPTH = 64;
 
@@ -81,41 +97,65 @@ export function jsString(bytes: Uint8Array): string {
   return to_jsstring(bytes, 0, bytes.length, true);
 }
 
-/** Pushes a JSON value as a Lua value (one stack slot; `null`/`undefined` push nil). */
-export function pushJson(L: any, value: unknown, depth = 0): void {
-  if (value === null || value === undefined) {
-    lua.lua_pushnil(L);
-  } else if (typeof value === 'string') {
-    pushString(L, value);
-  } else if (typeof value === 'number') {
-    if (Number.isInteger(value) && Number.isSafeInteger(value)) lua.lua_pushinteger(L, value);
-    else lua.lua_pushnumber(L, value);
-  } else if (typeof value === 'boolean') {
-    lua.lua_pushboolean(L, value);
-  } else if (depth >= MAX_DEPTH) {
-    lua.lua_pushstring(L, luaString('too_deep'));
-  } else if (Array.isArray(value)) {
-    lua.lua_checkstack(L, 3);
-    lua.lua_createtable(L, value.length, 0);
-    for (let i = 0; i < value.length; i++) {
-      const item = value[i];
-      if (item === null || item === undefined) continue;
-      pushJson(L, item, depth + 1);
-      lua.lua_rawseti(L, -2, i + 1);
+/**
+ * Pushes a JSON value as a Lua value (one stack slot; `null`/`undefined` push
+ * nil). Tables are filled directly (`luaH_setfrom`), not through the stack.
+ * Lua integers are 32-bit in fengari: a larger integral number becomes a
+ * float rather than failing the call.
+ */
+export function pushJson(L: any, value: unknown): void {
+  if (!lua.lua_checkstack(L, 1)) throw new MarshalError('Lua stack exhausted while decoding');
+  lobject.pushobj2s(L, jsonValue(L, value, 0));
+}
+
+const NIL: TValue = lobject.luaO_nilobject;
+const TOO_DEEP: TValue = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring('too_deep')));
+
+/** A JSON value as a TValue; the caller copies it (fengari copies on store and push). */
+function jsonValue(L: any, value: unknown, depth: number): TValue {
+  switch (typeof value) {
+    case 'string':
+      return new lobject.TValue(T_LNGSTR, value.length <= 64 ? stringObject(value) : lstring.luaS_bless(null, to_luastring(value)));
+    case 'number':
+      return new lobject.TValue((value | 0) === value ? T_NUMINT : T_NUMFLT, value);
+    case 'boolean':
+      return new lobject.TValue(T_BOOLEAN, value);
+    case 'object': {
+      if (value === null) return NIL;
+      if (depth >= MAX_DEPTH) return TOO_DEEP;
+      const t = ltable.luaH_new(L);
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          const item = value[i];
+          if (item === null || item === undefined) continue;
+          ltable.luaH_setint(t, i + 1, jsonValue(L, item, depth + 1));
+        }
+      } else {
+        for (const key in value as Record<string, unknown>) {
+          const item = (value as Record<string, unknown>)[key];
+          if (item === null || item === undefined) continue;
+          ltable.luaH_setfrom(L, t, keyValue(key), jsonValue(L, item, depth + 1));
+        }
+      }
+      // As lua_rawset does: keys such as "__index" must not hit a stale metamethod cache.
+      ltable.invalidateTMcache(t);
+      return new lobject.TValue(T_TABLE, t);
     }
-  } else if (typeof value === 'object') {
-    lua.lua_checkstack(L, 3);
-    lua.lua_createtable(L, 0, 4);
-    for (const key in value as Record<string, unknown>) {
-      const item = (value as Record<string, unknown>)[key];
-      if (item === null || item === undefined) continue;
-      pushString(L, key);
-      pushJson(L, item, depth + 1);
-      lua.lua_rawset(L, -3);
-    }
-  } else {
-    lua.lua_pushnil(L);
+    default:
+      return NIL;
   }
+}
+
+// Input keys repeat on every frame ("dx", "dy" ...): their key TValues are
+// kept (fengari copies keys on insert, so sharing them is safe), bounded.
+const keyValues = new Map<string, TValue>();
+
+function keyValue(key: string): TValue {
+  let tv = keyValues.get(key);
+  if (tv !== undefined) return tv;
+  tv = new lobject.TValue(T_LNGSTR, key.length <= 64 ? stringObject(key) : lstring.luaS_bless(null, to_luastring(key))) as TValue;
+  if (keyValues.size < KEY_CACHE_LIMIT && key.length <= 64) keyValues.set(key, tv);
+  return tv;
 }
 
 /**
@@ -137,20 +177,6 @@ export function toJsonText(L: any, index: number): string | undefined {
   return slot === undefined ? undefined : valueText(slot, 0);
 }
 
-// The encoder walks fengari's own structures instead of its API: a table is
-// a linked list of live entries in insertion order (`f`, `n`), which is the
-// order `lua_next` visits, without a stack push, pop and key lookup per
-// entry. Values are `TValue`s tagged with the variant type.
-type TValue = { type: number; value: any };
-type Entry = { key: TValue; value: TValue; n: Entry | undefined };
-type Table = { f: Entry | undefined; strong: Map<unknown, Entry> };
-
-const T_BOOLEAN = lua.LUA_TBOOLEAN;
-const T_NUMFLT = lua.LUA_TNUMBER;
-const T_NUMINT = lua.LUA_TNUMBER | (1 << 4);
-const T_SHRSTR = lua.LUA_TSTRING;
-const T_LNGSTR = lua.LUA_TSTRING | (1 << 4);
-const T_TABLE = lua.LUA_TTABLE;
 
 /** A Lua string as JSON: its quoted text, and whether as an object key it keeps its insertion place in JS. */
 type StringText = { readonly quoted: string; readonly plainKey: boolean };
