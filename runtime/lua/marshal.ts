@@ -33,6 +33,7 @@ const T_NUMINT = lua.LUA_TNUMBER | (1 << 4);
 const T_SHRSTR = lua.LUA_TSTRING;
 const T_LNGSTR = lua.LUA_TSTRING | (1 << 4);
 const T_TABLE = lua.LUA_TTABLE;
+const NIL: TValue = lobject.luaO_nilobject;
 
 export const MAX_DEPTH = 64;
 
@@ -85,11 +86,24 @@ export function pushString(L: any, s: string): void {
 
 /** Pushes the global `name` (raw lookup, interned key). */
 export function pushGlobal(L: any, name: LuaStringObject): number {
-  lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, lua.LUA_RIDX_GLOBALS);
-  lobject.pushsvalue2s(L, name);
-  const type = lua.lua_rawget(L, -2);
-  lua.lua_remove(L, -2);
-  return type;
+  // Read from the globals table's entries directly (the key's hash is cached
+  // on the interned string), so a callback lookup costs one Map get; the
+  // script may redefine its callbacks at any time, so nothing is cached.
+  const globals = registryValue(L, lua.LUA_RIDX_GLOBALS).value as Table;
+  const entry = globals.strong.get(lstring.luaS_hashlongstr(name));
+  const value = entry === undefined ? NIL : entry.value;
+  lobject.pushobj2s(L, value);
+  return value.type & 0x0f;
+}
+
+/** Pushes registry slot `ref` (what `lua_rawgeti(L, LUA_REGISTRYINDEX, ref)` does, without the API checks). */
+export function pushRegistry(L: any, ref: number): void {
+  lobject.pushobj2s(L, registryValue(L, ref));
+}
+
+function registryValue(L: any, ref: number): TValue {
+  const entry = (L.l_G.l_registry.value as Table).strong.get(ref);
+  return entry === undefined ? NIL : entry.value;
 }
 
 /** Lua bytes as a JS string; invalid UTF-8 is repaired, never thrown on. */
@@ -108,7 +122,6 @@ export function pushJson(L: any, value: unknown): void {
   lobject.pushobj2s(L, jsonValue(L, value, 0));
 }
 
-const NIL: TValue = lobject.luaO_nilobject;
 const TOO_DEEP: TValue = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring('too_deep')));
 
 /** A JSON value as a TValue; the caller copies it (fengari copies on store and push). */

@@ -19,7 +19,7 @@ import {
   type TickResult,
 } from './api';
 import { dirOf } from './game';
-import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
+import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushRegistry, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
 import { installGameTable } from './script-api';
 import { lauxlib, lua, MODULE_CACHE, Sandbox, to_luastring, type Outcome } from './vm';
 
@@ -284,7 +284,7 @@ export class MatchVm implements MatchRuntime {
 
   private pushState(): void {
     if (this.stateRef === lua.LUA_NOREF) lua.lua_pushnil(this.L);
-    else lua.lua_rawgeti(this.L, lua.LUA_REGISTRYINDEX, this.stateRef);
+    else pushRegistry(this.L, this.stateRef);
   }
 
   /** Takes the table on top of the stack as the new state. */
