@@ -43,7 +43,10 @@ export async function child(file: string, args: string[] = [], nodeFlags: string
       });
     },
     stop() {
-      proc.kill();
+      // Ask first: a clean exit lets a target run with --cpu-prof write its profile.
+      if (proc.connected) proc.send({ op: 'exit' });
+      const timer = setTimeout(() => proc.kill(), 30_000);
+      proc.once('exit', () => clearTimeout(timer));
     },
   };
 }
