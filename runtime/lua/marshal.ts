@@ -1,7 +1,8 @@
 /**
  * The one marshalling layer between Lua values and JSON (decision 10):
  *  - JS -> Lua: `null` becomes an absent key (a hole in an array); arrays
- *    become 1-based sequences; integral numbers become Lua integers.
+ *    become 1-based sequences; integral numbers become Lua integers (fengari's
+ *    are 32-bit: larger integral numbers become floats).
  *  - Lua -> JS: a table whose keys are exactly 1..n is an array, an empty
  *    table is `{}`, any other table an object with string keys (number and
  *    boolean keys are written as strings, other keys dropped); integral
@@ -77,11 +78,6 @@ export function stringObject(s: string): LuaStringObject {
 /** Pushes a string object made by `stringObject`. The caller guarantees stack room. */
 export function pushStringObject(L: any, ts: LuaStringObject): void {
   lobject.pushsvalue2s(L, ts);
-}
-
-export function pushString(L: any, s: string): void {
-  if (s.length <= 64) lobject.pushsvalue2s(L, stringObject(s));
-  else lua.lua_pushstring(L, to_luastring(s));
 }
 
 /** Pushes the global `name` (raw lookup, interned key). */
