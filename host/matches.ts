@@ -340,6 +340,8 @@ export class MatchHost implements LiveMatches {
   }
 
   #inputFrame(session: Session, frame: ClientFrame): null {
+    // Wire-protocol 2.4: not among the frames that work without a payload.
+    if (!frame.hasPayload) throw new FrameError('unknown_type');
     const input = unwrapInput(frame.payload);
     const match = this.#byPlayer.get(session.playerId!);
     if (!match || match.status === 'finished') {
