@@ -99,6 +99,10 @@ export class LiveHost implements LiveState {
   disconnect(playerId: string): void {
     this.#gateway?.sessions.disconnect(playerId);
   }
+
+  disconnectTokens(tokenIds: readonly string[]): void {
+    this.#gateway?.sessions.disconnectTokens(tokenIds);
+  }
 }
 
 function started<T>(service: T | null): T {

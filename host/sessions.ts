@@ -117,6 +117,14 @@ export class SessionRegistry {
     if (set) for (const s of [...set]) s.close(1000, 'session_closed');
   }
 
+  /** Closes, normally and without a frame, every socket bound with one of these access tokens. */
+  disconnectTokens(tokenIds: readonly string[]): void {
+    if (tokenIds.length === 0) return;
+    const ids = new Set(tokenIds);
+    // Revocations are rare next to frames, so a scan beats keeping a second index.
+    for (const s of [...this.#all.values()]) if (s.tokenId !== null && ids.has(s.tokenId)) s.close(1000, 'session_closed');
+  }
+
   sessions(): IterableIterator<Session> {
     return this.#all.values();
   }

@@ -49,6 +49,8 @@ export interface LiveState {
   push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number;
   /** Closes every socket of the player (normal close, no frame): erasure, revocation. */
   disconnect(playerId: string): void;
+  /** Closes the sockets that authenticated with these access-token row ids (revocation). */
+  disconnectTokens(tokenIds: readonly string[]): void;
   matches: LiveMatches;
   matchmaker: LiveMatchmaker;
   rpc: RpcDispatcher;

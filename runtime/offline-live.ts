@@ -11,6 +11,7 @@ export function offlineLive(): LiveState {
   return {
     push: () => 0,
     disconnect: () => {},
+    disconnectTokens: () => {},
     matches: { list: () => [] },
     matchmaker: {
       add: (_player, mode) => {

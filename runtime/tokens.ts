@@ -109,8 +109,8 @@ export async function rotateRefreshToken(ctx: Ctx, refreshToken: string): Promis
       .executeTakeFirst();
     if (!row) return { kind: 'unknown' as const };
     if (row.used_at !== null) {
-      await revokeFamily(trx, row.family_id, row.id);
-      return { kind: 'reused' as const, playerId: row.user_id };
+      const revoked = await revokeFamily(trx, row.family_id, row.id);
+      return { kind: 'reused' as const, playerId: row.user_id, revoked };
     }
     if (new Date(row.expires_at).getTime() <= now) return { kind: 'unknown' as const };
     const player = await trx.selectFrom('players').select('banned_at').where('id', '=', row.user_id).executeTakeFirst();
@@ -123,6 +123,8 @@ export async function rotateRefreshToken(ctx: Ctx, refreshToken: string): Promis
   if (outcome.kind === 'reused') {
     // Evict after commit: a cache fill racing the revocation then re-reads the database.
     ctx.auth.evictPlayer(outcome.playerId);
+    // Sockets opened with the family's access tokens close too (wire-protocol 4.3).
+    ctx.live.disconnectTokens(outcome.revoked);
     ctx.log.warn('refresh_token_reused', { player_id: outcome.playerId });
   }
   throw new ApiError('unauthenticated', 'The refresh token is invalid, expired or already used.');
@@ -137,6 +139,7 @@ export async function revokeSession(ctx: Ctx, refreshToken: string | null, acces
   const refreshHash = refreshToken && refreshToken.length <= MAX_TOKEN_LENGTH ? await hashToken(refreshToken) : null;
   const accessHash = accessToken && accessToken.length <= MAX_TOKEN_LENGTH ? await hashToken(accessToken) : null;
   if (!refreshHash && !accessHash) return;
+  const revoked: string[] = [];
   const players = await ctx.db.transaction().execute(async (trx) => {
     const affected = new Set<string>();
     if (refreshHash) {
@@ -147,7 +150,7 @@ export async function revokeSession(ctx: Ctx, refreshToken: string | null, acces
         .where('context', '=', 'refresh')
         .executeTakeFirst();
       if (row) {
-        await revokeFamily(trx, row.family_id, row.id);
+        revoked.push(...(await revokeFamily(trx, row.family_id, row.id)));
         affected.add(row.user_id);
       }
     }
@@ -156,14 +159,19 @@ export async function revokeSession(ctx: Ctx, refreshToken: string | null, acces
         .deleteFrom('player_tokens')
         .where('token', '=', accessHash)
         .where('context', '=', 'access')
-        .returning('user_id')
+        .returning(['id', 'user_id'])
         .executeTakeFirst();
-      if (gone) affected.add(gone.user_id);
+      if (gone) {
+        affected.add(gone.user_id);
+        revoked.push(gone.id);
+      }
     }
     return affected;
   });
   if (accessToken) await ctx.auth.evictToken(accessToken);
   for (const playerId of players) ctx.auth.evictPlayer(playerId);
+  // A socket authenticated with a revoked access token closes normally (wire-protocol 4.3).
+  ctx.live.disconnectTokens(revoked);
 }
 
 /**
@@ -175,12 +183,14 @@ export async function revokePlayerTokens(trx: Transaction<Database>, playerId: s
 }
 
 /** Deletes a family's tokens; a token minted without a family goes alone. */
-async function revokeFamily(trx: Transaction<Database>, familyId: string | null, tokenId: string): Promise<void> {
-  if (familyId === null) {
-    await trx.deleteFrom('player_tokens').where('id', '=', tokenId).execute();
-    return;
-  }
-  await trx.deleteFrom('player_tokens').where('family_id', '=', familyId).execute();
+/** Deletes a refresh token's whole family; answers the ids of the tokens that died. */
+async function revokeFamily(trx: Transaction<Database>, familyId: string | null, tokenId: string): Promise<string[]> {
+  const rows = await trx
+    .deleteFrom('player_tokens')
+    .where(familyId === null ? 'id' : 'family_id', '=', familyId ?? tokenId)
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 /**
