@@ -1,18 +1,11 @@
 import { loginWithPassword, registerWithPassword } from '../runtime/accounts';
 import { passClientGate } from '../runtime/client-gate';
-import { missingField } from '../runtime/errors';
 import { revokeSession, rotateRefreshToken } from '../runtime/tokens';
-import { readJsonObject } from './body';
+import { readJsonObject, requireString } from './body';
 import { json, type Route } from './http';
 
 /** Password sign-in and the token lifecycle (spec 4.1, rest-payloads 1.2). */
 
-/** A required string field of a JSON body, or 400 `missing_field`. */
-export function requireString(body: Record<string, unknown>, field: string): string {
-  const value = body[field];
-  if (typeof value !== 'string') throw missingField(field);
-  return value;
-}
 
 export const authRoutes: Route[] = [
   {

@@ -1,4 +1,4 @@
-import { ApiError } from '../runtime/errors';
+import { ApiError, missingField } from '../runtime/errors';
 import type { RequestLike } from './http';
 
 /** Spec part 8: request bodies are capped at 1 MiB. */
@@ -69,4 +69,11 @@ async function readCapped(stream: ReadableStream<Uint8Array>): Promise<Uint8Arra
     offset += c.byteLength;
   }
   return out;
+}
+
+/** A required string field of a JSON body, or 400 `missing_field`. */
+export function requireString(body: Record<string, unknown>, field: string): string {
+  const value = body[field];
+  if (typeof value !== 'string') throw missingField(field);
+  return value;
 }

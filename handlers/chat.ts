@@ -1,7 +1,7 @@
 import { channelHistory, chatMessageView, mayUseChannel, parseChannel } from '../runtime/chat';
 import { ApiError } from '../runtime/errors';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './matches';
+import { queryLimit } from './pagination';
 
 /** Chat history (spec 4.11, rest-payloads 14): persisted messages, readable whether or not the channel runs. */
 export const chatRoutes: Route[] = [

@@ -1,8 +1,7 @@
 import { dmHistory, sendDirectMessage } from '../runtime/dm';
-import { missingField } from '../runtime/errors';
-import { readJsonObject } from './body';
+import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './matches';
+import { queryLimit } from './pagination';
 
 /** Direct messages (spec 4.11, rest-payloads 16). */
 export const dmRoutes: Route[] = [
@@ -13,10 +12,9 @@ export const dmRoutes: Route[] = [
       const { playerId } = requirePlayer(call);
       const body = await readJsonObject(request);
       // Spec part 7 (and the rest-payloads decision on missing fields): absent or not a string is `missing_field`.
-      for (const field of ['recipient_id', 'content'] as const) {
-        if (typeof body[field] !== 'string') throw missingField(field);
-      }
-      return json(await sendDirectMessage(ctx, playerId, body.recipient_id as string, body.content as string));
+      const recipient = requireString(body, 'recipient_id');
+      const content = requireString(body, 'content');
+      return json(await sendDirectMessage(ctx, playerId, recipient, content));
     },
   },
   {

@@ -1,7 +1,7 @@
 import { answerFriend, listFriends, removeFriend, requestFriend } from '../runtime/friends';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './matches';
+import { queryLimit } from './pagination';
 
 /** Friends (spec 4.5, rest-payloads 7). */
 export const friendRoutes: Route[] = [

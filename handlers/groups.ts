@@ -14,7 +14,7 @@ import {
 } from '../runtime/groups';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './matches';
+import { queryLimit } from './pagination';
 
 /** Groups (spec 4.5, rest-payloads 8), plus join requests and invitations for closed groups. */
 

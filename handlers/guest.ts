@@ -1,7 +1,6 @@
 import { passClientGate } from '../runtime/client-gate';
 import { assertGuestsEnabled, readDeviceCredential, signInAsGuest, upgradeGuest } from '../runtime/guests';
-import { requireString } from './auth';
-import { readJsonObject } from './body';
+import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
 
 /** Guest sign-in and upgrade (spec 5.4, rest-payloads 1.2). */

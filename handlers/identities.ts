@@ -1,8 +1,7 @@
 import { passClientGate } from '../runtime/client-gate';
 import { missingField } from '../runtime/errors';
 import { linkProvider, signInWithProvider, unlinkProvider } from '../runtime/identities';
-import { requireString } from './auth';
-import { readJsonObject } from './body';
+import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
 
 /** Provider sign-in, link and unlink (spec 4.1 rules 4-8, rest-payloads 1.2). */

@@ -1,5 +1,6 @@
 import { getMatchRecord, listMatchRecords, type LiveMatchFilter } from '../runtime/matches';
 import { json, requirePlayer, type Route } from './http';
+import { queryLimit } from './pagination';
 
 /**
  * Match history and live matches (spec 4.4, rest-payloads 4). No roster is
@@ -46,12 +47,3 @@ export const matchRoutes: Route[] = [
   },
 ];
 
-/**
- * A `limit` query parameter (rest-payloads 0.4): missing or not an integer
- * means the default, anything else is clamped to 1..max; never an error.
- */
-export function queryLimit(raw: string | null, fallback: number, max: number): number {
-  const n = raw !== null && /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
-  if (!Number.isSafeInteger(n)) return fallback;
-  return Math.min(max, Math.max(1, n));
-}

@@ -1,6 +1,6 @@
 import { deleteNotification, listNotifications, markNotificationRead } from '../runtime/notifications';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './matches';
+import { queryLimit } from './pagination';
 
 /** Notifications (spec 4.11, rest-payloads 15): the caller's own only; anyone else's answers 403 `forbidden`. */
 export const notificationRoutes: Route[] = [
