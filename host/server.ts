@@ -20,6 +20,7 @@ import { LiveHost, type LiveOptions } from './live';
 import { loadClientGate } from './client-gate';
 import { TokenCache } from './token-cache';
 import { GuestReaper } from './guest-reaper';
+import { TokenSweeper } from './token-sweeper';
 import { outboundFetch, readTrustAnchor } from './outbound';
 
 export interface ServerOptions {
@@ -47,6 +48,7 @@ export interface RunningServer {
   ready: Promise<void>;
   /** Runs on its interval when `guest_reap_after` is set; `sweep()` runs one pass now. */
   guestReaper: GuestReaper;
+  tokenSweeper: TokenSweeper;
   /** Registers work to do on shutdown (close sockets, stop loops) before the database closes. */
   onShutdown(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
@@ -149,12 +151,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   readyPromise.catch((err) => log.error('migrations_failed', { error: err }));
   const guestReaper = new GuestReaper(ctx);
   readyPromise.then(() => guestReaper.start(), () => {});
+  const tokenSweeper = new TokenSweeper(ctx);
+  readyPromise.then(() => tokenSweeper.start(), () => {});
 
   const hooks: (() => Promise<void> | void)[] = [];
   // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
   live.start(ctx, server);
   hooks.push(() => live.close());
   hooks.push(() => guestReaper.stop());
+  hooks.push(() => tokenSweeper.stop());
   let closing: Promise<void> | null = null;
 
   return {
@@ -164,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     server,
     ready: readyPromise,
     guestReaper,
+    tokenSweeper,
     onShutdown: (hook) => void hooks.push(hook),
     close() {
       closing ??= (async () => {

@@ -208,3 +208,21 @@ export function uncachedTokenResolver(db: Db, now: () => number): TokenResolver 
     evictPlayer() {},
   };
 }
+
+/**
+ * Deletes tokens past their expiry, `batch` rows per statement, so the token
+ * table stays the size of the live sessions. A rotated refresh token is kept
+ * until it expires (reuse detection needs it); after that it is dead anyway.
+ */
+export async function deleteExpiredTokens(db: Db, now: number, batch = 1000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const rows = await db
+      .deleteFrom('player_tokens')
+      .where('id', 'in', (eb) => eb.selectFrom('player_tokens').select('id').where('expires_at', '<=', new Date(now)).limit(batch))
+      .returning('id')
+      .execute();
+    total += rows.length;
+    if (rows.length < batch) return total;
+  }
+}
