@@ -1,7 +1,7 @@
 import { channelHistory, chatMessageView, mayUseChannel, parseChannel } from '../runtime/chat';
 import { ApiError } from '../runtime/errors';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './pagination';
+import { pageOf } from './pagination';
 
 /** Chat history (spec 4.11, rest-payloads 14): persisted messages, readable whether or not the channel runs. */
 export const chatRoutes: Route[] = [
@@ -20,10 +20,7 @@ export const chatRoutes: Route[] = [
       // A malformed id and a channel the caller may not read answer alike.
       if (!channel || !(await mayUseChannel(ctx, playerId, channel))) throw new ApiError('forbidden', 'You are not a member of that channel.');
       const q = new URL(request.url).searchParams;
-      const rows = await channelHistory(ctx.db, channel.id, {
-        limit: queryLimit(q.get('limit'), 50, 200),
-        ...(q.has('before') ? { before: q.get('before')! } : {}),
-      });
+      const rows = await channelHistory(ctx.db, channel.id, pageOf(q));
       return json({ messages: rows.map(chatMessageView) });
     },
   },

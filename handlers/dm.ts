@@ -1,7 +1,7 @@
 import { dmHistory, sendDirectMessage } from '../runtime/dm';
 import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './pagination';
+import { pageOf } from './pagination';
 
 /** Direct messages (spec 4.11, rest-payloads 16). */
 export const dmRoutes: Route[] = [
@@ -24,10 +24,7 @@ export const dmRoutes: Route[] = [
       const { playerId } = requirePlayer(call);
       const q = new URL(request.url).searchParams;
       return json(
-        await dmHistory(ctx, playerId, request.params.player_id!, {
-          limit: queryLimit(q.get('limit'), 50, 200),
-          ...(q.has('before') ? { before: q.get('before')! } : {}),
-        }),
+        await dmHistory(ctx, playerId, request.params.player_id!, pageOf(q)),
       );
     },
   },

@@ -1,7 +1,7 @@
 import { answerFriend, listFriends, removeFriend, requestFriend } from '../runtime/friends';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './pagination';
+import { pageOf } from './pagination';
 
 /** Friends (spec 4.5, rest-payloads 7). */
 export const friendRoutes: Route[] = [
@@ -16,8 +16,7 @@ export const friendRoutes: Route[] = [
         playerId,
         {
           ...(q.has('status') ? { status: q.get('status')! } : {}),
-          ...(q.has('before') ? { before: q.get('before')! } : {}),
-          limit: queryLimit(q.get('limit'), 50, 200),
+          ...pageOf(q),
         },
         (id) => ctx.live.presence.get(id),
       );

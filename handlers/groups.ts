@@ -14,14 +14,9 @@ import {
 } from '../runtime/groups';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './pagination';
+import { pageOf } from './pagination';
 
 /** Groups (spec 4.5, rest-payloads 8), plus join requests and invitations for closed groups. */
-
-function page(request: Request): { limit: number; before?: string } {
-  const q = new URL(request.url).searchParams;
-  return { limit: queryLimit(q.get('limit'), 50, 200), ...(q.has('before') ? { before: q.get('before')! } : {}) };
-}
 
 export const groupRoutes: Route[] = [
   {
@@ -71,7 +66,7 @@ export const groupRoutes: Route[] = [
     path: '/api/v1/groups/:id/members',
     handler: async (request, ctx, call) => {
       requirePlayer(call);
-      return json({ members: await listMembers(ctx.db, request.params.id!, page(request)) });
+      return json({ members: await listMembers(ctx.db, request.params.id!, pageOf(new URL(request.url).searchParams)) });
     },
   },
   {
@@ -108,7 +103,7 @@ export const groupRoutes: Route[] = [
     path: '/api/v1/groups/:id/requests',
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
-      return json({ requests: await listRequests(ctx, playerId, request.params.id!, page(request)) });
+      return json({ requests: await listRequests(ctx, playerId, request.params.id!, pageOf(new URL(request.url).searchParams)) });
     },
   },
   {

@@ -1,6 +1,6 @@
 import { getMatchRecord, listMatchRecords, type LiveMatchFilter } from '../runtime/matches';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './pagination';
+import { pageOf } from './pagination';
 
 /**
  * Match history and live matches (spec 4.4, rest-payloads 4). No roster is
@@ -16,8 +16,7 @@ export const matchRoutes: Route[] = [
       const matches = await listMatchRecords(ctx.db, {
         ...(q.has('mode') ? { mode: q.get('mode')! } : {}),
         ...(q.has('status') ? { status: q.get('status')! } : {}),
-        ...(q.has('before') ? { before: q.get('before')! } : {}),
-        limit: queryLimit(q.get('limit'), 50, 200),
+        ...pageOf(q),
       });
       return json({ matches });
     },

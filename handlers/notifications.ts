@@ -1,6 +1,6 @@
 import { deleteNotification, listNotifications, markNotificationRead } from '../runtime/notifications';
 import { json, requirePlayer, type Route } from './http';
-import { queryLimit } from './pagination';
+import { pageOf } from './pagination';
 
 /** Notifications (spec 4.11, rest-payloads 15): the caller's own only; anyone else's answers 403 `forbidden`. */
 export const notificationRoutes: Route[] = [
@@ -12,8 +12,7 @@ export const notificationRoutes: Route[] = [
       const q = new URL(request.url).searchParams;
       const read = q.get('read');
       const notifications = await listNotifications(ctx.db, playerId, {
-        limit: queryLimit(q.get('limit'), 50, 200),
-        ...(q.has('before') ? { before: q.get('before')! } : {}),
+        ...pageOf(q),
         // Only the literal strings filter (rest-payloads 0.4): `read=false` lists the unread ones.
         ...(read === 'true' || read === 'false' ? { read: read === 'true' } : {}),
       });

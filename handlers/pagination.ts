@@ -10,3 +10,14 @@ export function queryLimit(raw: string | null, fallback: number, max: number): n
   if (!Number.isSafeInteger(n)) return fallback;
   return Math.min(max, Math.max(1, n));
 }
+
+export interface Page {
+  limit: number;
+  before?: string;
+}
+
+/** `limit` (default 50, clamped 1-200) and the optional `before` cursor of a public list. */
+export function pageOf(q: URLSearchParams): Page {
+  const before = q.get('before');
+  return { limit: queryLimit(q.get('limit'), 50, 200), ...(before !== null ? { before } : {}) };
+}
