@@ -36,8 +36,7 @@ export interface App {
  * security headers, CORS (configured origins only) and the request id.
  */
 export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
-  const router = Router<ApiRequest, [Ctx, Call]>();
-  for (const r of routes) router[r.method.toLowerCase() as 'get'](r.path, r.handler);
+  const dispatch = routerFor(routes);
   const corsOrigins = new Set(ctx.settings.cors_origins);
 
   async function handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse> {
@@ -65,7 +64,7 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
         const decision = ctx.limits.take(group, call.principal ? `p:${call.principal.playerId}` : `ip:${call.ip}`);
         if (!decision.ok) throw rateLimited(decision.retryAfterMs);
 
-        const routed = (await router.fetch(request as ApiRequest, ctx, call)) as ApiResponse | undefined;
+        const routed = await dispatch(request as ApiRequest, path, ctx, call);
         route = (request as ApiRequest).route ?? route;
         if (!routed) throw new ApiError('not_found', `No route for ${request.method} ${path}.`);
         response = routed;
@@ -93,6 +92,47 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
   };
 }
 
+type Dispatch = (request: ApiRequest, path: string, ctx: Ctx, call: Call) => Promise<ApiResponse | undefined>;
+
+/**
+ * itty matches routes by trying each pattern in turn, so one router over every
+ * route makes late routes pay for all earlier ones. One router per first path
+ * segment under `/api/v1/` keeps each scan to its own domain's handful;
+ * patterns that start with a parameter go to a shared fallback, tried only
+ * when the literal segment's routes miss (the more specific pattern wins).
+ */
+function routerFor(routes: Route[]): Dispatch {
+  const shards = new Map<string, ReturnType<typeof Router<ApiRequest, [Ctx, Call]>>>();
+  const fallback = Router<ApiRequest, [Ctx, Call]>();
+  let fallbackUsed = false;
+  for (const r of routes) {
+    const segment = firstSegment(r.path);
+    let router = fallback;
+    if (segment !== null && !/[:*]/.test(segment)) {
+      router = shards.get(segment) ?? Router<ApiRequest, [Ctx, Call]>();
+      shards.set(segment, router);
+    } else {
+      fallbackUsed = true;
+    }
+    router[r.method.toLowerCase() as 'get'](r.path, r.handler);
+  }
+  const viaFallback = (request: ApiRequest, ctx: Ctx, call: Call) => fallback.fetch(request, ctx, call) as Promise<ApiResponse | undefined>;
+  return (request, path, ctx, call) => {
+    const segment = firstSegment(path);
+    const shard = segment === null ? undefined : shards.get(segment);
+    if (!shard) return fallbackUsed ? viaFallback(request, ctx, call) : Promise.resolve(undefined);
+    const routed = shard.fetch(request, ctx, call) as Promise<ApiResponse | undefined>;
+    return fallbackUsed ? routed.then((r) => r ?? viaFallback(request, ctx, call)) : routed;
+  };
+}
+
+/** `friends` of `/api/v1/friends/…`; null outside `/api/v1/`. */
+function firstSegment(path: string): string | null {
+  if (!path.startsWith('/api/v1/')) return null;
+  const end = path.indexOf('/', 8);
+  return path.slice(8, end < 0 ? undefined : end);
+}
+
 /** Spec part 8: which bucket a request spends from. */
 export function rateGroup(method: string, path: string): RateLimitGroup {
   if (path === '/api/v1/auth/register') return 'register';
@@ -107,7 +147,9 @@ const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|Connection terminated|connec
 function pathOf(url: string): string {
   const start = url.indexOf('/', url.indexOf('//') + 2);
   if (start < 0) return '/';
-  const end = url.search(/[?#]/);
+  let end = url.indexOf('?', start);
+  const hash = url.indexOf('#', start);
+  if (hash >= 0 && (end < 0 || hash < end)) end = hash;
   return url.slice(start, end < 0 ? undefined : end);
 }
 

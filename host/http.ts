@@ -63,13 +63,14 @@ class NodeHeaders implements HeaderReader {
   constructor(private readonly raw: IncomingHttpHeaders) {}
 
   get(name: string): string | null {
-    const value = this.raw[name.toLowerCase()];
+    // Callers nearly always pass the lower-case name already; node stores that form.
+    const value = this.raw[name] ?? this.raw[name.toLowerCase()];
     if (value === undefined) return null;
     return Array.isArray(value) ? value.join(name.toLowerCase() === 'cookie' ? '; ' : ', ') : value;
   }
 
   has(name: string): boolean {
-    return this.raw[name.toLowerCase()] !== undefined;
+    return (this.raw[name] ?? this.raw[name.toLowerCase()]) !== undefined;
   }
 
   forEach(callback: (value: string, name: string) => void): void {

@@ -116,17 +116,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // In flight = the handler has not settled (its database work included),
     // whether or not the client is still there to read the answer.
     inFlight++;
-    handle(req, res)
-      .catch((err) => {
-        log.error('adapter_failure', { error: err });
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-        res.end(JSON.stringify({ error: { code: 'internal', message: 'An internal error occurred.', details: {} } }));
-      })
-      .finally(() => {
-        inFlight--;
-        if (inFlight === 0) drained?.();
-      });
+    handle(req, res).then(settled, (err) => {
+      log.error('adapter_failure', { error: err });
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ error: { code: 'internal', message: 'An internal error occurred.', details: {} } }));
+      settled();
+    });
   });
+  function settled(): void {
+    inFlight--;
+    if (inFlight === 0) drained?.();
+  }
   server.keepAliveTimeout = 5000;
   // Framing errors (garbage after a body, oversized headers) never reach the
   // adapter; answer them with the error object too, never node's bare 400.

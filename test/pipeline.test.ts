@@ -23,6 +23,17 @@ const probes: Route[] = [
       throw new Error('kaboom');
     },
   },
+  {
+    // A pattern whose first segment is a parameter: routed after the per-segment routers miss.
+    method: 'GET',
+    path: '/api/v1/:realm/test-probe',
+    handler: async (req) => json({ realm: req.params.realm }),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/test/:id',
+    handler: async (req) => json({ id: req.params.id }),
+  },
 ];
 
 let s: TestServer;
@@ -77,6 +88,16 @@ describe('error contract', () => {
     const res = await s.call('GET', '/api/v1/no/such/route');
     expectError(res, 404, 'not_found');
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('routes by pattern whichever segment a route starts with', async () => {
+    expect((await s.call('GET', '/api/v1/test/7')).body).toEqual({ id: '7' });
+    expect((await s.call('GET', '/api/v1/eu/test-probe')).body).toEqual({ realm: 'eu' });
+    // A literal first segment outranks a parameter there, whatever the registration order;
+    // a segment whose own routes all miss still reaches a parameter pattern that matches.
+    expect((await s.call('GET', '/api/v1/test/test-probe')).body).toEqual({ id: 'test-probe' });
+    expect((await s.call('GET', '/api/v1/health/test-probe')).body).toEqual({ realm: 'health' });
+    expectError(await s.call('GET', '/api/v1/health/elsewhere'), 404, 'not_found');
   });
 
   it('answers a path outside the API with the error object', async () => {
