@@ -12,7 +12,8 @@ export interface Child {
   first: any;
   /** Sends `{op, ...data}` and resolves with the child's reply of the same op. */
   request<T = any>(op: string, data?: Record<string, unknown>, timeoutMs?: number): Promise<T>;
-  stop(): void;
+  /** Asks the child to exit (killing it after 30 s) and resolves once it has. */
+  stop(): Promise<void>;
 }
 
 export async function child(file: string, args: string[] = [], nodeFlags: string[] = []): Promise<Child> {
@@ -44,9 +45,16 @@ export async function child(file: string, args: string[] = [], nodeFlags: string
     },
     stop() {
       // Ask first: a clean exit lets a target run with --cpu-prof write its profile.
+      if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+      const exited = new Promise<void>((resolve) =>
+        proc.once('exit', (code, signal) => {
+          if (code || signal) console.error(`${file} exited with ${code ?? signal}`);
+          resolve();
+        }),
+      );
       if (proc.connected) proc.send({ op: 'exit' });
       const timer = setTimeout(() => proc.kill(), 30_000);
-      proc.once('exit', () => clearTimeout(timer));
+      return exited.finally(() => clearTimeout(timer));
     },
   };
 }

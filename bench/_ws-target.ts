@@ -64,9 +64,7 @@ if (kind === 'bare') {
       send({ op: 'lateness-reset' });
     }
     if (m.op === 'lateness') {
-      const samples = Array.from(live.matches.latenessSamples()).sort((a, b) => a - b);
-      const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))] ?? 0;
-      send({ op: 'lateness', count: samples.length, p50: at(0.5), p99: at(0.99), max: samples[samples.length - 1] ?? 0, matches: live.matches.size });
+      send({ op: 'lateness', ...live.matches.lateness(), matches: live.matches.size });
     }
     if (m.op === 'provision') {
       // Players and access tokens straight into the database, in batches: the

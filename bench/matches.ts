@@ -11,13 +11,15 @@ const seconds = Number(process.argv[2] ?? 10);
 const counts = process.argv.length > 3 ? process.argv.slice(3).map(Number) : [1, 50, 100, 200, 300, 500, 750, 1000, 1250];
 const BUDGET_MS = 20;
 
-const load = await child('_ws-load.ts');
 const rows: (string | number)[][] = [];
 let best = 0;
-try {
+{
   for (const n of counts) {
+    // A fresh target and load generator per count, so neither carries the
+    // previous count's sockets or garbage into this one's measurement.
     // Node flags for the target, e.g. SVC_BENCH_NODE_FLAGS="--max-semi-space-size=64".
     const target = await child('_ws-target.ts', ['svc'], (process.env.SVC_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean));
+    const load = await child('_ws-load.ts');
     try {
       const tokens = (await target.request('provision', { n: 2 * n })).tokens;
       await load.request('matches', { port: target.first.port, tokens }, 600_000);
@@ -49,7 +51,7 @@ try {
       await load.request('release');
       if (!ok && n > 1) break;
     } finally {
-      target.stop();
+      await Promise.all([load.stop(), target.stop()]);
     }
   }
   table(
@@ -58,6 +60,4 @@ try {
     rows,
   );
   console.log(`\nlargest count with p99 tick lateness < ${BUDGET_MS} ms: ${best} (target ≥ 1000) — ${best >= 1000 ? 'met' : 'NOT met'}`);
-} finally {
-  load.stop();
 }

@@ -33,7 +33,7 @@ try {
       // Server CPU per round trip is steadier than throughput on a shared machine.
       rows.push([name, Math.round(r.rate), r.p50.toFixed(2), r.p99.toFixed(2), (((cpu1 - cpu0) * 1000) / r.count).toFixed(1), r.errors]);
     } finally {
-      target.stop();
+      await target.stop();
     }
   }
   table(`Heartbeat round trips: ${CONNECTIONS} connections, ${seconds} s, loopback`, ['target', 'round trips/s', 'p50 ms', 'p99 ms', 'server CPU µs/round trip', 'errors'], rows);
@@ -54,12 +54,12 @@ try {
       const per = (k: 'rss' | 'heap' | 'external') => ((after[k] - before[k]) / IDLE / 1024).toFixed(2);
       mem.push([kind === 'bare' ? 'bare ws (baseline)' : 'svc, authenticated', after.sessions ?? IDLE, per('heap'), per('external'), per('rss')]);
     } finally {
-      target.stop();
+      await target.stop();
     }
   }
   table(`Idle connections: memory per connection at ${IDLE} (after forced GC)`, ['target', 'sockets', 'heap KB/conn', 'external KB/conn', 'RSS KB/conn'], mem);
   const svcRss = Number(mem[1]![4]);
   console.log(`\nsvc RSS per connection: ${svcRss} KB (target < 20 KB) — ${svcRss < 20 ? 'met' : 'NOT met'}`);
 } finally {
-  load.stop();
+  await load.stop();
 }

@@ -38,23 +38,69 @@ interface LiveMatch {
 /** Outcome of one join, as `match.joined` reports it (wire-protocol 6.3). */
 export type JoinedInfo = Record<string, unknown>;
 
+export interface LatenessSummary {
+  count: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
 /**
- * One shared timer wheel for every match: 20 slots of 5 ms make up the 100 ms
+ * Tick lateness in whole-millisecond buckets (the clock's own resolution), so
+ * every tick counts however long the node runs, in a few kilobytes.
+ */
+class LatenessHistogram {
+  static readonly BUCKETS = 2001;
+  readonly #counts = new Uint32Array(LatenessHistogram.BUCKETS);
+  #count = 0;
+  #max = 0;
+
+  record(ms: number): void {
+    const bucket = Math.min(LatenessHistogram.BUCKETS - 1, Math.max(0, Math.round(ms)));
+    this.#counts[bucket]!++;
+    this.#count++;
+    if (ms > this.#max) this.#max = ms;
+  }
+
+  reset(): void {
+    this.#counts.fill(0);
+    this.#count = 0;
+    this.#max = 0;
+  }
+
+  summary(): LatenessSummary {
+    return { count: this.#count, p50: this.#quantile(0.5), p99: this.#quantile(0.99), max: this.#max };
+  }
+
+  /** The smallest bucket at or below which a share `q` of the ticks fall. */
+  #quantile(q: number): number {
+    if (this.#count === 0) return 0;
+    const rank = Math.ceil(q * this.#count);
+    let seen = 0;
+    for (let ms = 0; ms < LatenessHistogram.BUCKETS; ms++) {
+      seen += this.#counts[ms]!;
+      if (seen >= rank) return ms;
+    }
+    return LatenessHistogram.BUCKETS - 1;
+  }
+}
+
+/**
+ * One shared timer wheel for every match: 100 slots of 1 ms make up the 100 ms
  * tick. A match lives in one slot and ticks when the wheel passes it, so a
  * thousand matches cost one timer, and new matches go to the emptiest slot so
  * the work spreads evenly over the period instead of piling up in one burst.
  */
 class TickWheel<T> {
-  static readonly SLOTS = 20;
+  static readonly SLOTS = 100;
   static readonly SLOT_MS = TICK_MS / TickWheel.SLOTS;
   readonly #slots: Set<T>[] = Array.from({ length: TickWheel.SLOTS }, () => new Set<T>());
   #cursor = 0;
   #cursorAt = 0;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #count = 0;
-  /** Lateness of each tick (ms between its slot's due time and its start), a ring for percentiles. */
-  readonly lateness = new Float64Array(1 << 16);
-  latenessCount = 0;
+  /** Lateness of every tick (ms between its slot's due time and its start). */
+  readonly lateness = new LatenessHistogram();
 
   constructor(
     private readonly now: () => number,
@@ -95,7 +141,7 @@ class TickWheel<T> {
       const slot = this.#slots[this.#cursor]!;
       for (const item of [...slot]) {
         const late = this.now() - due;
-        this.lateness[this.latenessCount++ & (this.lateness.length - 1)] = late;
+        this.lateness.record(late);
         this.run(item, late);
       }
       this.#cursor = (this.#cursor + 1) % TickWheel.SLOTS;
@@ -138,14 +184,13 @@ export class MatchHost implements LiveMatches {
     return this.#matches.size;
   }
 
-  /** Tick lateness samples so far (ms), for the benchmark. */
-  latenessSamples(): Float64Array {
-    const n = Math.min(this.#wheel.latenessCount, this.#wheel.lateness.length);
-    return this.#wheel.lateness.slice(0, n);
+  /** Tick lateness since the last reset, for the benchmark and operators. */
+  lateness(): LatenessSummary {
+    return this.#wheel.lateness.summary();
   }
 
   resetLateness(): void {
-    this.#wheel.latenessCount = 0;
+    this.#wheel.lateness.reset();
   }
 
   mode(name: string): ModeInfo | undefined {
