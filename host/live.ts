@@ -1,13 +1,15 @@
 import type { Server } from 'node:http';
 import type { Ctx, LiveState } from '../runtime/context';
-import type { GameInfo } from '../runtime/lua/api';
+import { ApiError } from '../runtime/errors';
+import { RPC_NAMESPACE, type GameInfo, type JsonObject } from '../runtime/lua/api';
+import { ScriptRpc } from '../runtime/lua/rpc';
 import { MatchVm } from '../runtime/lua/match';
 import { ChatHost } from './chat';
 import { MatchHost, type GameHandle, type VmFactory } from './matches';
 import { Matchmaker } from './matchmaker';
 import { PresenceHost } from './presence';
-import { RpcRegistry } from './rpc';
-import { SessionRegistry } from './sessions';
+import { RpcRegistry, type RpcHandler } from './rpc';
+import type { SessionRegistry } from './sessions';
 import { Gateway } from './ws';
 
 export interface LiveOptions {
@@ -43,6 +45,7 @@ export class LiveHost implements LiveState {
     const matches = new MatchHost(ctx, gateway.sessions, this.options.game ?? NO_GAME, createVm);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
     const rpc = new RpcRegistry(ctx);
+    rpc.mount(RPC_NAMESPACE, scriptRpcHandler(ctx, this.options.game ?? NO_GAME, gateway.sessions));
     matches.attach(gateway);
     matchmaker.attach(gateway);
     rpc.attach(gateway);
@@ -103,6 +106,27 @@ export class LiveHost implements LiveState {
   disconnectTokens(tokenIds: readonly string[]): void {
     this.#gateway?.sessions.disconnectTokens(tokenIds);
   }
+}
+
+/** `game.<name>` methods from the game directory's `rpc.lua`, answered in the registry's terms. */
+function scriptRpcHandler(ctx: Ctx, game: GameHandle, sessions: SessionRegistry): RpcHandler {
+  const scripts = new ScriptRpc({
+    source: game.source,
+    services: {
+      log: ctx.log.child({ component: 'rpc_script' }),
+      limits: ctx.limits,
+      clock: ctx.clock,
+      ids: ctx.ids,
+      send: (playerId, message) => void sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } }),
+    },
+  });
+  return (params, call) => {
+    const r = scripts.call(call.method, call.playerId, params as JsonObject);
+    if (r.ok) return r.result;
+    if (r.unknown) throw new ApiError('rpc.unknown_method', 'No extension serves that method.');
+    if (r.refused) throw new ApiError('validation_failed', 'The game script turned the call down.', r.reason ? { reason: r.reason } : {});
+    throw new ApiError('internal');
+  };
 }
 
 function started<T>(service: T | null): T {

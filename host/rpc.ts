@@ -7,6 +7,7 @@ import type { Gateway, Reply } from './ws';
 /** What a method handler learns about its call. */
 export interface RpcCall {
   playerId: string;
+  /** The method called; for a mounted namespace, the part after `<namespace>.`. */
   method: string;
 }
 
@@ -31,6 +32,7 @@ const METHOD_NAME = /^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64})+$/;
  */
 export class RpcRegistry implements RpcDispatcher {
   readonly #methods = new Map<string, { handler: RpcHandler; codes: Set<ErrorCode> | null }>();
+  readonly #mounts = new Map<string, RpcHandler>();
 
   constructor(private readonly ctx: Ctx) {
     // Without a datagram plane these answer as asobi does when its plane is off.
@@ -41,9 +43,22 @@ export class RpcRegistry implements RpcDispatcher {
     this.register('asobi.datagram.close', unavailable, { codes: ['datagram_unavailable'] });
   }
 
+  /**
+   * Hands every `<namespace>.<name>` method to one provider whose set of
+   * methods may change at run time (the game script's `rpc` table). The
+   * provider throws `rpc.unknown_method` for a name it does not serve.
+   */
+  mount(namespace: string, provider: RpcHandler): void {
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(namespace)) throw new Error(`rpc namespace must be 1-64 of A-Z a-z 0-9 _ -: ${namespace}`);
+    if (this.#mounts.has(namespace)) throw new Error(`rpc namespace ${namespace} already mounted`);
+    for (const method of this.#methods.keys()) if (method.startsWith(namespace + '.')) throw new Error(`rpc method ${method} is inside namespace ${namespace}`);
+    this.#mounts.set(namespace, provider);
+  }
+
   register(method: string, handler: RpcHandler, options: RpcMethodOptions = {}): void {
     if (!METHOD_NAME.test(method)) throw new Error(`rpc method name must be <extension>.<name>: ${method}`);
     if (this.#methods.has(method)) throw new Error(`rpc method ${method} already registered`);
+    if (this.#mounts.has(method.slice(0, method.indexOf('.')))) throw new Error(`rpc method ${method} is inside a mounted namespace`);
     this.#methods.set(method, { handler, codes: options.codes ? new Set(options.codes) : null });
   }
 
@@ -52,7 +67,7 @@ export class RpcRegistry implements RpcDispatcher {
   }
 
   async call(method: string, params: Record<string, unknown>, caller: { playerId: string }): Promise<Record<string, unknown>> {
-    const entry = this.#methods.get(method);
+    const entry = this.#methods.get(method) ?? this.#mounted(method);
     if (!entry) throw new ApiError('rpc.unknown_method', 'No extension serves that method.');
     let result: unknown;
     try {
@@ -74,6 +89,12 @@ export class RpcRegistry implements RpcDispatcher {
       this.ctx.log.error('rpc_result_not_encodable', { method, error: err });
       throw new ApiError('internal');
     }
+  }
+
+  #mounted(method: string): { handler: RpcHandler; codes: null } | undefined {
+    const dot = method.indexOf('.');
+    const provider = dot > 0 ? this.#mounts.get(method.slice(0, dot)) : undefined;
+    return provider && { handler: (params, call) => provider(params, { ...call, method: method.slice(dot + 1) }), codes: null };
   }
 
   /** Serves `rpc.call` on the gateway; the socket's player is the caller. */

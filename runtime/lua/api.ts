@@ -102,25 +102,46 @@ export interface Budgets {
  * that completes later returns `true` and finishes in the background. A
  * namespace the host does not provide is simply absent from `game`.
  */
-export type ScriptBinding = (args: JsonValue[], caller: { matchId: string; mode: string }) => JsonValue;
+export type ScriptBinding = (args: JsonValue[], caller: { matchId: string | null; mode: string | null }) => JsonValue;
 export type ScriptBindings = Record<string, Record<string, ScriptBinding>>;
 
-/** What the VM may do to the world outside it. */
-export interface MatchServices {
+/** What any game VM may do to the world outside it. */
+export interface ScriptServices {
   log: Logger;
   /** Groups used: `script_log` (failing calls, keyed on call site), `log` (per match), `log_global`. */
   limits: RateLimiter;
   clock: Clock;
   ids: IdSource;
-  /** `game.broadcast`: leaf already validated (not reserved), payload an object. Host sends `match.<leaf>`. */
-  broadcast(leaf: string, payload: JsonObject): void;
   /** `game.send`: host sends `module.message` `{module: "lua", message}` to that player if connected. */
   send(playerId: string, message: JsonValue): void;
-  /** `game.match.set_joinable`. */
-  setJoinable(joinable: boolean): void;
   /** Optional domain bindings (7.6-7.9); absent namespaces are not registered. */
   bindings?: ScriptBindings;
 }
+
+/** A match VM's services: an instance has players to broadcast to and a joinable flag. */
+export interface MatchServices extends ScriptServices {
+  /** `game.broadcast`: leaf already validated (not reserved), payload an object. Host sends `match.<leaf>`. */
+  broadcast(leaf: string, payload: JsonObject): void;
+  /** `game.match.set_joinable`. */
+  setJoinable(joinable: boolean): void;
+}
+
+/**
+ * The game's RPC script (svc rule; lua-scripting defines no RPC hook):
+ * `rpc.lua` at the root of the game directory defines a global table `rpc`
+ * of functions `(player_id, params)`, served as methods `game.<name>`.
+ */
+export const RPC_SCRIPT = 'rpc.lua';
+export const RPC_NAMESPACE = 'game';
+
+/** The answer of one script RPC call. */
+export type ScriptRpcResult =
+  | { ok: true; result: JsonObject }
+  /** No function of that name in the script's `rpc` table (or no script). */
+  | { ok: false; unknown: true }
+  /** The function returned `nil`/`false` [, reason]: the call was understood and turned down. */
+  | { ok: false; unknown: false; refused: true; reason?: string }
+  | { ok: false; unknown: false; refused: false; kind: FailureKind; message: string };
 
 export interface MatchVmOptions {
   source: ScriptSource;

@@ -21,9 +21,7 @@ import {
 import { dirOf } from './game';
 import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushRegistry, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
 import { installGameTable } from './script-api';
-import { lauxlib, lua, MODULE_CACHE, Sandbox, to_luastring, type Outcome } from './vm';
-
-const MODULE_CACHE_NAME = to_luastring(MODULE_CACHE);
+import { lauxlib, lua, Sandbox, type Outcome } from './vm';
 
 const HEAVY_MS = 500;
 const LIGHT_MS = 200;
@@ -74,6 +72,7 @@ export class MatchVm implements MatchRuntime {
     this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.mode.file) });
     this.L = this.sandbox.L;
     installGameTable(this.sandbox, {
+      kind: 'match',
       matchId: this.matchId,
       mode: this.mode.name,
       services: this.services,
@@ -94,18 +93,8 @@ export class MatchVm implements MatchRuntime {
 
   /** Compiles and runs the script body in this VM (creation and hot reload). */
   private evaluate(): { ok: true } | { ok: false; error: string } {
-    const source = this.options.source;
-    const file = this.mode.file;
-    const revision = source.revision?.(file);
-    const text = source.read(file);
-    this.revision = revision;
-    if (text === null) return { ok: false, error: 'script file not found' };
-    const compiled = this.sandbox.compile(text, '@' + file);
-    if (!compiled.ok) return { ok: false, error: compiled.message };
-    const ran = this.sandbox.call(0, this.budgets.heavy, HEAVY_MS);
-    if (!ran.ok) return { ok: false, error: ran.message };
-    lua.lua_settop(this.L, 0);
-    return { ok: true };
+    this.revision = this.options.source.revision?.(this.mode.file);
+    return this.sandbox.runFile(this.mode.file, this.budgets.heavy, HEAVY_MS);
   }
 
   init(): CallResult {
@@ -243,23 +232,9 @@ export class MatchVm implements MatchRuntime {
   }
 
   reload(): { ok: true } | { ok: false; error: string } {
-    const L = this.L;
-    // Keep the globals as they were, so a body that fails halfway leaves the VM untouched (8.4).
-    lua.lua_pushglobaltable(L);
-    const snapshot = shallowCopy(L, -1);
-    lua.lua_pop(L, 1);
-    lua.lua_newtable(L);
-    lua.lua_setglobal(L, MODULE_CACHE_NAME);
-    const result = this.evaluate();
-    if (result.ok) {
-      lauxlib.luaL_unref(L, lua.LUA_REGISTRYINDEX, snapshot);
-      this.services.log.info('lua_hot_reload', { match_id: this.matchId, script: this.mode.file });
-      return result;
-    }
-    restoreGlobals(L, snapshot);
-    lauxlib.luaL_unref(L, lua.LUA_REGISTRYINDEX, snapshot);
-    lua.lua_settop(L, 0);
-    this.report('reload', 'error', result.error);
+    const result = this.sandbox.reevaluate(() => this.evaluate());
+    if (result.ok) this.services.log.info('lua_hot_reload', { match_id: this.matchId, script: this.mode.file });
+    else this.report('reload', 'error', result.error);
     return result;
   }
 
@@ -371,45 +346,4 @@ export class MatchVm implements MatchRuntime {
       lua.lua_settop(this.L, 0);
     }
   }
-}
-
-/** Registry reference to a shallow copy of the table at `index`. */
-function shallowCopy(L: any, index: number): number {
-  const source = lua.lua_absindex(L, index);
-  lua.lua_newtable(L);
-  lua.lua_pushnil(L);
-  while (lua.lua_next(L, source) !== 0) {
-    lua.lua_pushvalue(L, -2);
-    lua.lua_insert(L, -2);
-    lua.lua_rawset(L, -4);
-  }
-  return lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
-}
-
-/** Makes the global table equal to the snapshot again (keys added since are removed). */
-function restoreGlobals(L: any, snapshot: number): void {
-  lua.lua_pushglobaltable(L);
-  const globals = lua.lua_gettop(L);
-  lua.lua_newtable(L);
-  const added = lua.lua_gettop(L);
-  let n = 0;
-  lua.lua_pushnil(L);
-  while (lua.lua_next(L, globals) !== 0) {
-    lua.lua_pop(L, 1);
-    lua.lua_pushvalue(L, -1);
-    lua.lua_rawseti(L, added, ++n);
-  }
-  for (let i = 1; i <= n; i++) {
-    lua.lua_rawgeti(L, added, i);
-    lua.lua_pushnil(L);
-    lua.lua_rawset(L, globals);
-  }
-  lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, snapshot);
-  lua.lua_pushnil(L);
-  while (lua.lua_next(L, -2) !== 0) {
-    lua.lua_pushvalue(L, -2);
-    lua.lua_insert(L, -2);
-    lua.lua_rawset(L, globals);
-  }
-  lua.lua_settop(L, globals - 1);
 }

@@ -4,7 +4,7 @@
  * the host supplies. Functions are created once per VM, never per call.
  * Wrong arguments answer `{error = "..."}` instead of raising (7.1).
  */
-import { RESERVED_LEAVES, type JsonObject, type MatchServices } from './api';
+import { RESERVED_LEAVES, type JsonObject, type MatchServices, type ScriptServices } from './api';
 import { isObjectJson, jsString, luaString, MarshalError, pushJson, toJson } from './marshal';
 import { lua, type LuaFunction, type Sandbox } from './vm';
 
@@ -20,12 +20,10 @@ const LEVELS: Record<string, 'debug' | 'info' | 'warn' | 'error'> = {
   error: 'error',
 };
 
-export interface GameTableContext {
-  matchId: string;
-  mode: string;
-  file: string;
-  services: MatchServices;
-}
+/** A match VM gets the whole table; the RPC VM has no instance, so no broadcast and no match control. */
+export type GameTableContext =
+  | { kind: 'match'; matchId: string; mode: string; file: string; services: MatchServices }
+  | { kind: 'rpc'; file: string; services: ScriptServices };
 
 function envelopeError(L: any, message: string): number {
   lua.lua_createtable(L, 0, 1);
@@ -55,7 +53,11 @@ function jsonArg(L: any, index: number) {
 
 export function installGameTable(sandbox: Sandbox, context: GameTableContext): void {
   const L = sandbox.L;
-  const { services, matchId } = context;
+  const { services } = context;
+  const matchId = context.kind === 'match' ? context.matchId : null;
+  const mode = context.kind === 'match' ? context.mode : null;
+  // Log lines are rate-limited per instance; the RPC VM is one instance of its own.
+  const logKey = matchId ?? `rpc:${context.file}`;
 
   const functions: Record<string, LuaFunction> = {
     id: (L) => {
@@ -70,7 +72,7 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
       if (lua.lua_gettop(L) >= 3 && lua.lua_type(L, 3) !== lua.LUA_TTABLE) {
         return envelopeError(L, 'game.log(level, message[, meta]): meta must be a table');
       }
-      if (!services.limits.take('log', matchId).ok || !services.limits.take('log_global', 'node').ok) {
+      if (!services.limits.take('log', logKey).ok || !services.limits.take('log_global', 'node').ok) {
         lua.lua_pushboolean(L, false);
         return 1;
       }
@@ -89,31 +91,11 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
       }
       services.log[level]('game.log', {
         script: context.file,
-        context: 'match',
-        match_id: matchId,
+        context: context.kind,
+        ...(matchId === null ? {} : { match_id: matchId }),
         message,
         ...(meta === undefined ? {} : { meta }),
       });
-      return pushTrue(L);
-    },
-
-    broadcast: (L) => {
-      const event = stringArg(L, 1);
-      if (event === null || !LEAF.test(event)) {
-        return envelopeError(L, 'game.broadcast(event[, payload]): event must be 1-64 characters of A-Z a-z 0-9 _ -');
-      }
-      if (RESERVED_LEAVES.has(event)) return envelopeError(L, `game.broadcast: '${event}' is a reserved event name`);
-      const encoded = lua.lua_type(L, 2) === lua.LUA_TTABLE ? jsonArg(L, 2) : { value: {} };
-      if (!encoded) {
-        services.log.warn('game_broadcast_rejected', { match_id: matchId, leaf: event, reason: 'unencodable' });
-        return pushTrue(L);
-      }
-      const payload: JsonObject = isObjectJson(encoded.value) ? encoded.value : {};
-      if (JSON.stringify(payload).length > BROADCAST_LIMIT_BYTES) {
-        services.log.warn('game_broadcast_rejected', { match_id: matchId, leaf: event, reason: 'too_large' });
-        return pushTrue(L);
-      }
-      services.broadcast(event, payload);
       return pushTrue(L);
     },
 
@@ -127,20 +109,24 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
     },
   };
 
+  if (context.kind === 'match') installInstanceFunctions(functions, context.matchId, context.services);
+
   lua.lua_createtable(L, 0, 8);
   for (const [name, fn] of Object.entries(functions)) {
     lua.lua_pushcfunction(L, fn);
     lua.lua_setfield(L, -2, luaString(name));
   }
 
-  lua.lua_createtable(L, 0, 1);
-  lua.lua_pushcfunction(L, (L: any) => {
-    if (lua.lua_type(L, 1) !== lua.LUA_TBOOLEAN) return envelopeError(L, 'game.match.set_joinable(joinable): a boolean is required');
-    services.setJoinable(lua.lua_toboolean(L, 1));
-    return pushTrue(L);
-  });
-  lua.lua_setfield(L, -2, luaString('set_joinable'));
-  lua.lua_setfield(L, -2, luaString('match'));
+  if (context.kind === 'match') {
+    lua.lua_createtable(L, 0, 1);
+    lua.lua_pushcfunction(L, (L: any) => {
+      if (lua.lua_type(L, 1) !== lua.LUA_TBOOLEAN) return envelopeError(L, 'game.match.set_joinable(joinable): a boolean is required');
+      context.services.setJoinable(lua.lua_toboolean(L, 1));
+      return pushTrue(L);
+    });
+    lua.lua_setfield(L, -2, luaString('set_joinable'));
+    lua.lua_setfield(L, -2, luaString('match'));
+  }
 
   // Domain bindings exist only when the host provides them: no pretend stubs.
   for (const [namespace, bindings] of Object.entries(services.bindings ?? {})) {
@@ -154,7 +140,7 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
           if (!encoded) return envelopeError(L, `game.${namespace}.${name}: argument ${i} cannot be encoded`);
           args.push(encoded.value ?? null);
         }
-        pushJson(L, binding(args, { matchId, mode: context.mode }));
+        pushJson(L, binding(args, { matchId, mode }));
         return 1;
       });
       lua.lua_setfield(L, -2, luaString(name));
@@ -163,4 +149,27 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
   }
 
   lua.lua_setglobal(L, luaString('game'));
+}
+
+/** `game.broadcast`: only an instance has players to broadcast to. */
+function installInstanceFunctions(functions: Record<string, LuaFunction>, matchId: string, services: MatchServices): void {
+  functions.broadcast = (L) => {
+    const event = stringArg(L, 1);
+    if (event === null || !LEAF.test(event)) {
+      return envelopeError(L, 'game.broadcast(event[, payload]): event must be 1-64 characters of A-Z a-z 0-9 _ -');
+    }
+    if (RESERVED_LEAVES.has(event)) return envelopeError(L, `game.broadcast: '${event}' is a reserved event name`);
+    const encoded = lua.lua_type(L, 2) === lua.LUA_TTABLE ? jsonArg(L, 2) : { value: {} };
+    if (!encoded) {
+      services.log.warn('game_broadcast_rejected', { match_id: matchId, leaf: event, reason: 'unencodable' });
+      return pushTrue(L);
+    }
+    const payload: JsonObject = isObjectJson(encoded.value) ? encoded.value : {};
+    if (JSON.stringify(payload).length > BROADCAST_LIMIT_BYTES) {
+      services.log.warn('game_broadcast_rejected', { match_id: matchId, leaf: event, reason: 'too_large' });
+      return pushTrue(L);
+    }
+    services.broadcast(event, payload);
+    return pushTrue(L);
+  };
 }

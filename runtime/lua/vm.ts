@@ -323,6 +323,40 @@ export class Sandbox {
     return 1;
   }
 
+  /**
+   * Compiles and runs a game-directory file's body in this VM (creation and
+   * hot reload); leaves the stack empty.
+   */
+  runFile(file: string, budget: number, timeLimitMs = timeLimitFor(budget)): { ok: true } | { ok: false; error: string } {
+    const text = this.source.read(file);
+    if (text === null) return { ok: false, error: 'script file not found' };
+    const compiled = this.compile(text, '@' + file);
+    if (!compiled.ok) return { ok: false, error: compiled.message };
+    const ran = this.call(0, budget, timeLimitMs);
+    if (!ran.ok) return { ok: false, error: ran.message };
+    lua.lua_settop(this.L, 0);
+    return { ok: true };
+  }
+
+  /**
+   * Hot reload (lua-scripting 8): re-runs a body with a fresh module cache.
+   * The globals are snapshotted first, so a body that fails halfway leaves
+   * the VM exactly as it was (8.4).
+   */
+  reevaluate(evaluate: () => { ok: true } | { ok: false; error: string }): { ok: true } | { ok: false; error: string } {
+    const L = this.L;
+    lua.lua_pushglobaltable(L);
+    const snapshot = shallowCopy(L, -1);
+    lua.lua_pop(L, 1);
+    lua.lua_newtable(L);
+    lua.lua_setglobal(L, to_luastring(MODULE_CACHE));
+    const result = evaluate();
+    if (!result.ok) restoreGlobals(L, snapshot);
+    lauxlib.luaL_unref(L, lua.LUA_REGISTRYINDEX, snapshot);
+    lua.lua_settop(L, 0);
+    return result;
+  }
+
   /** Reads a global for the loader; leaves nothing on the stack. */
   globalType(name: string): number {
     const t = lua.lua_getglobal(this.L, to_luastring(name));
@@ -344,4 +378,45 @@ export function errorText(L: any, index: number): string {
   const t = lua.lua_type(L, index);
   if (t === lua.LUA_TSTRING || t === lua.LUA_TNUMBER) return String(lua.lua_tojsstring(L, index));
   return `(error object is a ${lua.lua_typename(L, t) ? fengari.to_jsstring(lua.lua_typename(L, t)) : 'unknown'} value)`;
+}
+
+/** Registry reference to a shallow copy of the table at `index`. */
+function shallowCopy(L: any, index: number): number {
+  const source = lua.lua_absindex(L, index);
+  lua.lua_newtable(L);
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, source) !== 0) {
+    lua.lua_pushvalue(L, -2);
+    lua.lua_insert(L, -2);
+    lua.lua_rawset(L, -4);
+  }
+  return lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
+}
+
+/** Makes the global table equal to the snapshot again (keys added since are removed). */
+function restoreGlobals(L: any, snapshot: number): void {
+  lua.lua_pushglobaltable(L);
+  const globals = lua.lua_gettop(L);
+  lua.lua_newtable(L);
+  const added = lua.lua_gettop(L);
+  let n = 0;
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, globals) !== 0) {
+    lua.lua_pop(L, 1);
+    lua.lua_pushvalue(L, -1);
+    lua.lua_rawseti(L, added, ++n);
+  }
+  for (let i = 1; i <= n; i++) {
+    lua.lua_rawgeti(L, added, i);
+    lua.lua_pushnil(L);
+    lua.lua_rawset(L, globals);
+  }
+  lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, snapshot);
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, -2) !== 0) {
+    lua.lua_pushvalue(L, -2);
+    lua.lua_insert(L, -2);
+    lua.lua_rawset(L, globals);
+  }
+  lua.lua_settop(L, globals - 1);
 }
