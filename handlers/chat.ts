@@ -19,8 +19,7 @@ export const chatRoutes: Route[] = [
       const channel = parseChannel(raw);
       // A malformed id and a channel the caller may not read answer alike.
       if (!channel || !(await mayUseChannel(ctx, playerId, channel))) throw new ApiError('forbidden', 'You are not a member of that channel.');
-      const q = new URL(request.url).searchParams;
-      const rows = await channelHistory(ctx.db, channel.id, pageOf(q));
+      const rows = await channelHistory(ctx.db, channel.id, pageOf(request.query));
       return json({ messages: rows.map(chatMessageView) });
     },
   },

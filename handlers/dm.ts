@@ -22,10 +22,7 @@ export const dmRoutes: Route[] = [
     path: '/api/v1/dm/:player_id/history',
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
-      const q = new URL(request.url).searchParams;
-      return json(
-        await dmHistory(ctx, playerId, request.params.player_id!, pageOf(q)),
-      );
+      return json(await dmHistory(ctx, playerId, request.params.player_id!, pageOf(request.query)));
     },
   },
 ];

@@ -1,7 +1,7 @@
 import { answerFriend, listFriends, removeFriend, requestFriend } from '../runtime/friends';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { pageOf } from './pagination';
+import { pageOf, queryParam } from './pagination';
 
 /** Friends (spec 4.5, rest-payloads 7). */
 export const friendRoutes: Route[] = [
@@ -10,13 +10,13 @@ export const friendRoutes: Route[] = [
     path: '/api/v1/friends',
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
-      const q = new URL(request.url).searchParams;
+      const status = queryParam(request.query, 'status');
       const friends = await listFriends(
         ctx.db,
         playerId,
         {
-          ...(q.has('status') ? { status: q.get('status')! } : {}),
-          ...pageOf(q),
+          ...(status !== null ? { status } : {}),
+          ...pageOf(request.query),
         },
         (id) => ctx.live.presence.get(id),
       );

@@ -66,7 +66,7 @@ export const groupRoutes: Route[] = [
     path: '/api/v1/groups/:id/members',
     handler: async (request, ctx, call) => {
       requirePlayer(call);
-      return json({ members: await listMembers(ctx.db, request.params.id!, pageOf(new URL(request.url).searchParams)) });
+      return json({ members: await listMembers(ctx.db, request.params.id!, pageOf(request.query)) });
     },
   },
   {
@@ -103,7 +103,7 @@ export const groupRoutes: Route[] = [
     path: '/api/v1/groups/:id/requests',
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
-      return json({ requests: await listRequests(ctx, playerId, request.params.id!, pageOf(new URL(request.url).searchParams)) });
+      return json({ requests: await listRequests(ctx, playerId, request.params.id!, pageOf(request.query)) });
     },
   },
   {

@@ -3,6 +3,7 @@ import { missingField } from '../runtime/errors';
 import { linkProvider, signInWithProvider, unlinkProvider } from '../runtime/identities';
 import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
+import { queryParam } from './pagination';
 
 /** Provider sign-in, link and unlink (spec 4.1 rules 4-8, rest-payloads 1.2). */
 export const identityRoutes: Route[] = [
@@ -35,7 +36,7 @@ export const identityRoutes: Route[] = [
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
       // The query string only (spec, rest-payloads decision "unlink"): a body is never read.
-      const provider = new URL(request.url).searchParams.get('provider');
+      const provider = queryParam(request.query, 'provider');
       if (!provider) throw missingField('provider');
       await unlinkProvider(ctx, playerId, provider);
       return json({ success: true });

@@ -1,6 +1,6 @@
 import { getMatchRecord, listMatchRecords, type LiveMatchFilter } from '../runtime/matches';
 import { json, requirePlayer, type Route } from './http';
-import { pageOf } from './pagination';
+import { pageOf, queryParam } from './pagination';
 
 /**
  * Match history and live matches (spec 4.4, rest-payloads 4). No roster is
@@ -12,11 +12,12 @@ export const matchRoutes: Route[] = [
     path: '/api/v1/matches',
     handler: async (request, ctx, call) => {
       requirePlayer(call);
-      const q = new URL(request.url).searchParams;
+      const mode = queryParam(request.query, 'mode');
+      const status = queryParam(request.query, 'status');
       const matches = await listMatchRecords(ctx.db, {
-        ...(q.has('mode') ? { mode: q.get('mode')! } : {}),
-        ...(q.has('status') ? { status: q.get('status')! } : {}),
-        ...pageOf(q),
+        ...(mode !== null ? { mode } : {}),
+        ...(status !== null ? { status } : {}),
+        ...pageOf(request.query),
       });
       return json({ matches });
     },
@@ -26,12 +27,13 @@ export const matchRoutes: Route[] = [
     path: '/api/v1/matches/live',
     handler: async (request, ctx, call) => {
       requirePlayer(call);
-      const q = new URL(request.url).searchParams;
+      const q = request.query;
       // Boolean filters count only for the literal strings (rest-payloads 0.4).
       const filter: LiveMatchFilter = {};
-      if (q.has('mode')) filter.mode = q.get('mode')!;
-      if (q.get('has_capacity') === 'true') filter.hasCapacity = true;
-      const joinable = q.get('joinable');
+      const mode = queryParam(q, 'mode');
+      if (mode !== null) filter.mode = mode;
+      if (queryParam(q, 'has_capacity') === 'true') filter.hasCapacity = true;
+      const joinable = queryParam(q, 'joinable');
       if (joinable === 'true' || joinable === 'false') filter.joinable = joinable === 'true';
       return json({ matches: ctx.live.matches.list(filter) });
     },

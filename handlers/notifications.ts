@@ -1,6 +1,6 @@
 import { deleteNotification, listNotifications, markNotificationRead } from '../runtime/notifications';
 import { json, requirePlayer, type Route } from './http';
-import { pageOf } from './pagination';
+import { pageOf, queryParam } from './pagination';
 
 /** Notifications (spec 4.11, rest-payloads 15): the caller's own only; anyone else's answers 403 `forbidden`. */
 export const notificationRoutes: Route[] = [
@@ -9,10 +9,9 @@ export const notificationRoutes: Route[] = [
     path: '/api/v1/notifications',
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
-      const q = new URL(request.url).searchParams;
-      const read = q.get('read');
+      const read = queryParam(request.query, 'read');
       const notifications = await listNotifications(ctx.db, playerId, {
-        ...pageOf(q),
+        ...pageOf(request.query),
         // Only the literal strings filter (rest-payloads 0.4): `read=false` lists the unread ones.
         ...(read === 'true' || read === 'false' ? { read: read === 'true' } : {}),
       });

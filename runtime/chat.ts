@@ -4,7 +4,7 @@ import { isoSeconds, jsonb, type Db } from './database';
 import { registerErasable } from './erasure';
 import { byteLength, isPlainObject } from './frames';
 import { isGroupMember } from './groups';
-import { isUuid } from './ids';
+import { newestFirst, type Page } from './pages';
 import type { ChatMessagesTable } from './schema';
 
 /**
@@ -196,17 +196,9 @@ export async function storeChatMessage(db: Db, ctx: Pick<Ctx, 'ids' | 'clock'>, 
   return { id: stamped.id, ...chatPush(stamped) };
 }
 
-export interface HistoryQuery {
-  limit: number;
-  /** Only messages older than this id (ids are time-ordered). */
-  before?: string;
-}
-
 /** The newest `limit` messages of a channel (before the cursor), returned oldest first. */
-export async function channelHistory(db: Db, channelId: string, q: HistoryQuery): Promise<Selectable<ChatMessagesTable>[]> {
-  let query = db.selectFrom('chat_messages').selectAll().where('channel_id', '=', channelId);
-  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
-  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+export async function channelHistory(db: Db, channelId: string, page: Page): Promise<Selectable<ChatMessagesTable>[]> {
+  const rows = await newestFirst(db.selectFrom('chat_messages').selectAll().where('channel_id', '=', channelId), page).execute();
   return rows.reverse();
 }
 

@@ -5,6 +5,7 @@ import { registerErasable } from './erasure';
 import { ApiError, missingField, validationFailed } from './errors';
 import { isUuid } from './ids';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
+import { newestFirst, type Page } from './pages';
 import type { Presence } from './presence';
 import type { Database, FriendshipsTable } from './schema';
 
@@ -222,11 +223,8 @@ export async function removeFriend(ctx: Ctx, caller: string, friendId: string): 
   if (Number(removed.numDeletedRows) === 0) throw notFound();
 }
 
-export interface FriendQuery {
+export interface FriendQuery extends Page {
   status?: string;
-  limit: number;
-  /** Only rows older than this id (ids are time-ordered). */
-  before?: string;
 }
 
 /**
@@ -245,8 +243,7 @@ export async function listFriends(
     .selectAll()
     .where((eb) => eb.or([eb('player_id', '=', caller), eb.and([eb('friend_id', '=', caller), eb('status', '!=', 'blocked')])]));
   if (q.status !== undefined) query = query.where('status', '=', q.status as FriendStatus);
-  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
-  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+  const rows = await newestFirst(query, q).execute();
   return rows.map((row) => {
     const outgoing = row.player_id === caller;
     const other = outgoing ? row.friend_id : row.player_id;

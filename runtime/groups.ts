@@ -7,6 +7,7 @@ import { registerErasable } from './erasure';
 import { ApiError, missingField, validationFailed } from './errors';
 import { isUuid } from './ids';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
+import { newestFirst, type Page } from './pages';
 import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from './schema';
 
 /**
@@ -282,17 +283,10 @@ export async function leaveGroup(ctx: Ctx, caller: string, id: string): Promise<
   });
 }
 
-export interface MemberQuery {
-  limit: number;
-  before?: string;
-}
-
 /** `GET /groups/:id/members`: open to any player; an unknown group lists nobody. Newest members first. */
-export async function listMembers(db: Db, id: string, q: MemberQuery): Promise<GroupMemberView[]> {
+export async function listMembers(db: Db, id: string, page: Page): Promise<GroupMemberView[]> {
   if (!isUuid(id)) return [];
-  let query = db.selectFrom('group_members').selectAll().where('group_id', '=', id);
-  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
-  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+  const rows = await newestFirst(db.selectFrom('group_members').selectAll().where('group_id', '=', id), page).execute();
   return rows.map(memberView);
 }
 
@@ -389,12 +383,11 @@ export async function invitePlayer(ctx: Ctx, caller: string, id: string, playerI
 }
 
 /** `GET /groups/:id/requests` (admins and the owner): pending join requests and invitations, newest first. */
-export async function listRequests(ctx: Ctx, caller: string, id: string, q: MemberQuery): Promise<GroupRequestView[]> {
+export async function listRequests(ctx: Ctx, caller: string, id: string, page: Page): Promise<GroupRequestView[]> {
   return ctx.db.transaction().execute(async (trx) => {
     await requireActor(trx, id, caller, ROLE_RANK.admin);
-    let query = trx.selectFrom('group_requests').selectAll().where('group_id', '=', id);
-    if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
-    return (await query.orderBy('id', 'desc').limit(q.limit).execute()).map(requestView);
+    const rows = await newestFirst(trx.selectFrom('group_requests').selectAll().where('group_id', '=', id), page).execute();
+    return rows.map(requestView);
   });
 }
 

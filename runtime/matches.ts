@@ -2,6 +2,7 @@ import type { Db } from './database';
 import { isoSeconds, jsonb } from './database';
 import { ApiError } from './errors';
 import { isUuid } from './ids';
+import { newestFirst, type Page } from './pages';
 
 /**
  * Matches as the handler library sees them: the finished-match records in the
@@ -64,20 +65,16 @@ export async function recordFinishedMatch(db: Db, record: NewMatchRecord): Promi
   });
 }
 
-export interface MatchRecordQuery {
+export interface MatchRecordQuery extends Page {
   mode?: string;
   status?: string;
-  limit: number;
-  /** Cursor: only records older than this id (ids are time-ordered). */
-  before?: string;
 }
 
 export async function listMatchRecords(db: Db, q: MatchRecordQuery): Promise<MatchRecord[]> {
   let query = db.selectFrom('match_records').select(['id', 'mode', 'status', 'result', 'started_at', 'finished_at', 'inserted_at']);
   if (q.mode !== undefined) query = query.where('mode', '=', q.mode);
   if (q.status !== undefined) query = query.where('status', '=', q.status);
-  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
-  const rows = await query.orderBy('inserted_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
+  const rows = await newestFirst(query.orderBy('inserted_at', 'desc'), q).execute();
   return rows.map(project);
 }
 

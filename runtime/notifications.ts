@@ -5,6 +5,7 @@ import { registerErasable } from './erasure';
 import { ApiError, validationFailed } from './errors';
 import { byteLength, isPlainObject } from './frames';
 import { isUuid } from './ids';
+import { newestFirst, type Page } from './pages';
 import type { Database, NotificationsTable } from './schema';
 
 /**
@@ -105,10 +106,7 @@ export async function notify(ctx: Ctx, n: NewNotification): Promise<Notification
   return created;
 }
 
-export interface NotificationQuery {
-  limit: number;
-  /** Only notifications older than this id (ids are time-ordered). */
-  before?: string;
+export interface NotificationQuery extends Page {
   read?: boolean;
 }
 
@@ -116,8 +114,7 @@ export interface NotificationQuery {
 export async function listNotifications(db: Db, playerId: string, q: NotificationQuery): Promise<NotificationView[]> {
   let query = db.selectFrom('notifications').selectAll().where('player_id', '=', playerId);
   if (q.read !== undefined) query = query.where('read', '=', q.read);
-  if (q.before !== undefined && isUuid(q.before)) query = query.where('id', '<', q.before);
-  const rows = await query.orderBy('id', 'desc').limit(q.limit).execute();
+  const rows = await newestFirst(query, q).execute();
   return rows.map(view);
 }
 

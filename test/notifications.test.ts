@@ -63,13 +63,21 @@ describe('notification round trip', () => {
 });
 
 describe('listing and ownership', () => {
-  it('lists newest first, filters read=true/false, pages with limit and before', async () => {
+  /** A fresh player with notifications s0 to s4 (oldest first); those at `readAt` are marked read. */
+  async function fiveNotifications(...readAt: number[]) {
     const p = await registerPlayer(s);
     const made = [];
     for (let i = 0; i < 5; i++) made.push(await notify(s.ctx, { playerId: p.player_id, type: 'n', subject: `s${i}` }));
-    await markRead(p, made[1]!.id);
-    await markRead(p, made[3]!.id);
-    const subjects = (r: { body: any }) => r.body.notifications.map((n: any) => n.subject);
+    for (const i of readAt) await markRead(p, made[i]!.id);
+    return { p, made };
+  }
+  const subjects = (r: { status: number; body: any }) => {
+    expect(r.status).toBe(200);
+    return r.body.notifications.map((n: any) => n.subject);
+  };
+
+  it('lists newest first, filters read=true/false, pages with limit and before', async () => {
+    const { p, made } = await fiveNotifications(1, 3);
     expect(subjects(await list(p))).toEqual(['s4', 's3', 's2', 's1', 's0']);
     expect(subjects(await list(p, '?read=false'))).toEqual(['s4', 's2', 's0']);
     expect(subjects(await list(p, '?read=true'))).toEqual(['s3', 's1']);
@@ -77,6 +85,16 @@ describe('listing and ownership', () => {
     expect(subjects(await list(p, '?limit=2'))).toEqual(['s4', 's3']);
     expect(subjects(await list(p, `?limit=2&before=${made[3]!.id}`))).toEqual(['s2', 's1']);
     expect(subjects(await list(p, '?limit=-4'))).toEqual(['s4']);
+  });
+
+  it('reads a repeated query key as its first value and ignores a malformed before cursor', async () => {
+    const { p, made } = await fiveNotifications(1);
+    expect(subjects(await list(p, '?limit=1&limit=3'))).toEqual(['s4']);
+    expect(subjects(await list(p, `?before=${made[3]!.id}&before=${made[1]!.id}`))).toEqual(['s2', 's1', 's0']);
+    expect(subjects(await list(p, '?read=true&read=false'))).toEqual(['s1']);
+    expect(subjects(await list(p, '?limit=2&before=not-an-id'))).toEqual(['s4', 's3']);
+    expect(subjects(await list(p, `?before=${made[3]!.id.slice(0, -1)}`))).toHaveLength(5);
+    expect(subjects(await list(p, '?before='))).toHaveLength(5);
   });
 
   it("answers someone else's notification 403 forbidden (rest-payloads 15) and changes nothing", async () => {
