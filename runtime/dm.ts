@@ -4,6 +4,7 @@ import { ApiError } from './errors';
 import { isUuid } from './ids';
 import { channelHistory, CONTENT_MAX_BYTES, dmChannelId, parseChannel, storeChatMessage } from './chat';
 import { eitherBlocked } from './friends';
+import type { Page } from './pages';
 
 /**
  * Direct messages (spec 4.11, rest-payloads 16, wire-protocol 9). A DM is a
@@ -47,7 +48,7 @@ export async function dmHistory(
   ctx: Pick<Ctx, 'db'>,
   caller: string,
   other: string,
-  q: { limit: number; before?: string },
+  q: Page,
 ): Promise<{ messages: DmMessage[]; channel_id: string }> {
   if (!isUuid(other)) throw new ApiError('player.not_found', 'No such player.');
   const channelId = dmChannelId(caller, other.toLowerCase());
