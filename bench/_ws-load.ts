@@ -54,6 +54,7 @@ const matchCounters = { states: 0, finished: 0 };
 let inputTimer: ReturnType<typeof setInterval> | null = null;
 
 process.on('message', async (m: any) => {
+  if (m.op === 'exit') process.exit(0);
   if (m.op === 'heartbeat') {
     const { port, tokens, connections, seconds, paceMs } = m;
     const conns = await openAll(port, connections, tokens);

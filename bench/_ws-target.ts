@@ -33,6 +33,7 @@ if (kind === 'bare') {
   wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
   server.listen(0, '127.0.0.1', () => send({ port: (server.address() as { port: number }).port }));
   process.on('message', (m: { op: string }) => {
+    if (m.op === 'exit') process.exit(0);
     if (m.op === 'memory') send({ op: 'memory', ...memory() });
     if (m.op === 'cpu') send({ op: 'cpu', cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000 });
   });
