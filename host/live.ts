@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { Ctx, LiveState } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
-import { RPC_NAMESPACE, type GameInfo, type JsonObject } from '../runtime/lua/api';
+import { RPC_NAMESPACE, type GameInfo, type JsonObject, type ScriptBindings } from '../runtime/lua/api';
 import { ScriptRpc } from '../runtime/lua/rpc';
 import { MatchVm } from '../runtime/lua/match';
 import { ChatHost } from './chat';
@@ -9,6 +9,7 @@ import { MatchHost, type GameHandle, type VmFactory } from './matches';
 import { Matchmaker } from './matchmaker';
 import { PresenceHost } from './presence';
 import { RpcRegistry, type RpcHandler } from './rpc';
+import { scriptBindings } from './script-bindings';
 import type { SessionRegistry } from './sessions';
 import { Gateway } from './ws';
 
@@ -41,11 +42,12 @@ export class LiveHost implements LiveState {
 
   start(ctx: Ctx, server: Server): void {
     const gateway = new Gateway(ctx);
-    const createVm = this.options.createVm ?? ((o) => MatchVm.create(o));
+    const bindings = scriptBindings(ctx);
+    const createVm = this.options.createVm ?? ((o) => MatchVm.create({ ...o, services: { ...o.services, bindings } }));
     const matches = new MatchHost(ctx, gateway.sessions, this.options.game ?? NO_GAME, createVm);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
     const rpc = new RpcRegistry(ctx);
-    rpc.mount(RPC_NAMESPACE, scriptRpcHandler(ctx, this.options.game ?? NO_GAME, gateway.sessions));
+    rpc.mount(RPC_NAMESPACE, scriptRpcHandler(ctx, this.options.game ?? NO_GAME, gateway.sessions, bindings));
     matches.attach(gateway);
     matchmaker.attach(gateway);
     rpc.attach(gateway);
@@ -109,7 +111,7 @@ export class LiveHost implements LiveState {
 }
 
 /** `game.<name>` methods from the game directory's `rpc.lua`, answered in the registry's terms. */
-function scriptRpcHandler(ctx: Ctx, game: GameHandle, sessions: SessionRegistry): RpcHandler {
+function scriptRpcHandler(ctx: Ctx, game: GameHandle, sessions: SessionRegistry, bindings: ScriptBindings): RpcHandler {
   const scripts = new ScriptRpc({
     source: game.source,
     services: {
@@ -118,6 +120,7 @@ function scriptRpcHandler(ctx: Ctx, game: GameHandle, sessions: SessionRegistry)
       clock: ctx.clock,
       ids: ctx.ids,
       send: (playerId, message) => void sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } }),
+      bindings,
     },
   });
   return (params, call) => {

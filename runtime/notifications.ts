@@ -72,19 +72,43 @@ function checkNew(n: NewNotification): Record<string, unknown> {
  */
 export async function createNotification(db: Kysely<Database>, ctx: Pick<Ctx, 'ids' | 'clock'>, n: NewNotification): Promise<NotificationView> {
   const content = checkNew(n);
+  return insertNotification(db, { id: ctx.ids.uuid(), playerId: n.playerId, type: n.type, subject: n.subject, content, sentAt: new Date(ctx.clock.now()) });
+}
+
+interface CheckedNotification {
+  id: string;
+  playerId: string;
+  type: string;
+  subject: string;
+  content: Record<string, unknown>;
+  sentAt: Date;
+}
+
+async function insertNotification(db: Kysely<Database>, n: CheckedNotification): Promise<NotificationView> {
   const row = await db
     .insertInto('notifications')
-    .values({
-      id: ctx.ids.uuid(),
-      player_id: n.playerId,
-      type: n.type,
-      subject: n.subject,
-      content: jsonb(content),
-      sent_at: new Date(ctx.clock.now()),
-    })
+    .values({ id: n.id, player_id: n.playerId, type: n.type, subject: n.subject, content: jsonb(n.content), sent_at: n.sentAt })
     .returningAll()
     .executeTakeFirstOrThrow();
   return view(row);
+}
+
+/**
+ * For callers that must answer at once (a game script's `game.notify`, which
+ * runs inside a synchronous Lua call): checks the notification now (throwing
+ * `validation_failed` as `notify` does) and returns it as it will be stored;
+ * the recipient check, the insert and the live push follow in the background.
+ * A recipient that does not exist is logged and nothing is stored.
+ */
+export function notifyInBackground(ctx: Ctx, n: NewNotification): NotificationView {
+  const content = checkNew(n);
+  const checked: CheckedNotification = { id: ctx.ids.uuid(), playerId: n.playerId, type: n.type, subject: n.subject, content, sentAt: new Date(ctx.clock.now()) };
+  void (async () => {
+    const exists = await ctx.db.selectFrom('players').select('id').where('id', '=', n.playerId).executeTakeFirst();
+    if (!exists) return ctx.log.warn('notification_dropped', { player_id: n.playerId, type: n.type, reason: 'player_not_found' });
+    deliverNotification(ctx, await insertNotification(ctx.db, checked));
+  })().catch((err) => ctx.log.error('notification_failed', { player_id: n.playerId, type: n.type, error: err }));
+  return { id: checked.id, player_id: n.playerId, type: n.type, subject: n.subject, content, read: false, sent_at: isoSeconds(checked.sentAt) };
 }
 
 /** Pushes `notification.new` to every live socket of the recipient; offline players read it later. */

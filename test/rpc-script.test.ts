@@ -24,10 +24,19 @@ function rpc.whisper(player_id, params)
   return { sent = true, has_broadcast = game.broadcast ~= nil, has_match = game.match ~= nil }
 end
 rpc.not_a_function = 7
+function rpc.gift(player_id, params)
+  return { one = game.notify(player_id, "gift", "A gift", { gold = 5 }),
+           many = game.notify_many({ player_id, "not-a-player-id", 5 }, "gift", "Another", "not a table"),
+           bad = game.notify(player_id, 7, "x"),
+           too_long = game.notify(player_id, string.rep("t", 65), "x") }
+end
 `;
 
 const game = gameDir({
-  'match.lua': matchScript('match_size = 2'),
+  'match.lua': matchScript(
+    'match_size = 2\nmin_players = 1\nquick_play = true',
+    'function join(player_id, state) game.notify(player_id, "welcome", "Welcome to " .. state.match_id) return state end',
+  ),
   'util.lua': 'return { double = function(n) return n * 2 end }',
   'rpc.lua': RPC('v1'),
 });
@@ -103,6 +112,37 @@ describe('game script RPC', () => {
     const message = await sock.next((f) => f.type === 'module.message');
     expect(message.payload).toEqual({ module: 'lua', message: { text: 'psst' } });
     expect((await reply).payload.result).toEqual({ sent: true, has_broadcast: false, has_match: false });
+  });
+
+  it('gives game VMs game.notify and game.notify_many, stored and pushed live', async () => {
+    const reply = call('game.gift');
+    const pushed = await sock.next((f) => f.type === 'notification.new' && f.payload.subject === 'A gift');
+    const result = (await reply).payload.result;
+    expect(result.one.ok).toMatchObject({ player_id: playerId, type: 'gift', subject: 'A gift', content: { gold: 5 }, read: false });
+    expect(result.one.ok.id).toBeUndefined();
+    expect(result.many).toEqual({ ok: [playerId] });
+    expect(result.bad.error).toContain('game.notify(player_id, type, subject');
+    expect(result.too_long).toEqual({ error: 'invalid_notification' });
+    expect(pushed.payload).toMatchObject({ type: 'gift', content: { gold: 5 } });
+    await sock.next((f) => f.type === 'notification.new' && f.payload.subject === 'Another');
+    const listed = await s.call('GET', '/api/v1/notifications', { token });
+    const gifts = listed.body.notifications.filter((n: { type: string }) => n.type === 'gift');
+    expect(gifts.map((n: { subject: string; content: unknown }) => [n.subject, n.content])).toEqual(
+      expect.arrayContaining([
+        ['A gift', { gold: 5 }],
+        ['Another', {}],
+      ]),
+    );
+    expect(gifts).toHaveLength(2);
+  });
+
+  it('gives match scripts the same bindings', async () => {
+    const other = await connectPlayer(s, 'm');
+    const joined = await other.socket.request('match.find_or_create', { mode: 'default' });
+    expect(joined.type).toBe('match.joined');
+    const welcome = await other.socket.next((f) => f.type === 'notification.new' && f.payload.type === 'welcome');
+    expect(welcome.payload.subject).toBe(`Welcome to ${joined.payload.match_id}`);
+    other.socket.close();
   });
 
   it('is the same dispatcher over REST', async () => {

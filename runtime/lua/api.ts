@@ -103,7 +103,8 @@ export interface Budgets {
  * namespace the host does not provide is simply absent from `game`.
  */
 export type ScriptBinding = (args: JsonValue[], caller: { matchId: string | null; mode: string | null }) => JsonValue;
-export type ScriptBindings = Record<string, Record<string, ScriptBinding>>;
+/** `game.<namespace>.<function>` for a table of bindings, `game.<name>` for a lone one (`notify`). */
+export type ScriptBindings = Record<string, ScriptBinding | Record<string, ScriptBinding>>;
 
 /** What any game VM may do to the world outside it. */
 export interface ScriptServices {

@@ -4,7 +4,7 @@
  * the host supplies. Functions are created once per VM, never per call.
  * Wrong arguments answer `{error = "..."}` instead of raising (7.1).
  */
-import { RESERVED_LEAVES, type JsonObject, type MatchServices, type ScriptServices } from './api';
+import { RESERVED_LEAVES, type JsonObject, type MatchServices, type ScriptBinding, type ScriptServices } from './api';
 import { isObjectJson, jsString, luaString, MarshalError, pushJson, toJson } from './marshal';
 import { lua, type LuaFunction, type Sandbox } from './vm';
 
@@ -129,21 +129,27 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
   }
 
   // Domain bindings exist only when the host provides them: no pretend stubs.
+  const pushBinding = (label: string, binding: ScriptBinding) =>
+    lua.lua_pushcfunction(L, (L: any) => {
+      const args = [];
+      for (let i = 1; i <= lua.lua_gettop(L); i++) {
+        const encoded = jsonArg(L, i);
+        if (!encoded) return envelopeError(L, `game.${label}: argument ${i} cannot be encoded`);
+        args.push(encoded.value ?? null);
+      }
+      pushJson(L, binding(args, { matchId, mode }));
+      return 1;
+    });
   for (const [namespace, bindings] of Object.entries(services.bindings ?? {})) {
     if (['id', 'log', 'broadcast', 'send', 'match'].includes(namespace)) continue;
-    lua.lua_createtable(L, 0, 4);
-    for (const [name, binding] of Object.entries(bindings)) {
-      lua.lua_pushcfunction(L, (L: any) => {
-        const args = [];
-        for (let i = 1; i <= lua.lua_gettop(L); i++) {
-          const encoded = jsonArg(L, i);
-          if (!encoded) return envelopeError(L, `game.${namespace}.${name}: argument ${i} cannot be encoded`);
-          args.push(encoded.value ?? null);
-        }
-        pushJson(L, binding(args, { matchId, mode }));
-        return 1;
-      });
-      lua.lua_setfield(L, -2, luaString(name));
+    if (typeof bindings === 'function') {
+      pushBinding(namespace, bindings);
+    } else {
+      lua.lua_createtable(L, 0, 4);
+      for (const [name, binding] of Object.entries(bindings)) {
+        pushBinding(`${namespace}.${name}`, binding);
+        lua.lua_setfield(L, -2, luaString(name));
+      }
     }
     lua.lua_setfield(L, -2, luaString(namespace));
   }
