@@ -9,7 +9,7 @@ import { MatchHost, type GameHandle, type VmFactory } from './matches';
 import { Matchmaker } from './matchmaker';
 import { PresenceHost } from './presence';
 import { RpcRegistry, type RpcHandler } from './rpc';
-import { scriptBindings } from './script-bindings';
+import { scriptBindings, scriptSend } from './script-bindings';
 import type { SessionRegistry } from './sessions';
 import { Gateway } from './ws';
 
@@ -119,7 +119,7 @@ function scriptRpcHandler(ctx: Ctx, game: GameHandle, sessions: SessionRegistry,
       limits: ctx.limits,
       clock: ctx.clock,
       ids: ctx.ids,
-      send: (playerId, message) => void sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } }),
+      send: scriptSend(sessions),
       bindings,
     },
   });

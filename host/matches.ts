@@ -1,7 +1,8 @@
 import type { Ctx } from '../runtime/context';
 import { byteLength, checkJoinCtx, FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
-import type { GameInfo, JsonObject, MatchRuntime, MatchVmOptions, ModeInfo, ScriptSource } from '../runtime/lua/api';
+import type { GameInfo, JsonObject, MatchRuntime, MatchServices, MatchVmOptions, ModeInfo, ScriptSource } from '../runtime/lua/api';
 import { recordFinishedMatch, type LiveMatches, type LiveMatchFilter, type LiveMatchStatus, type MatchListing } from '../runtime/matches';
+import { scriptSend } from './script-bindings';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './ws';
 
@@ -168,6 +169,7 @@ export class MatchHost implements LiveMatches {
   readonly #byPlayer = new Map<string, LiveMatch>();
   readonly #wheel: TickWheel<LiveMatch>;
   readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
+  readonly #send: MatchServices['send'];
 
   constructor(
     private readonly ctx: Ctx,
@@ -176,6 +178,7 @@ export class MatchHost implements LiveMatches {
     private readonly createVm: VmFactory,
   ) {
     this.#wheel = new TickWheel<LiveMatch>(() => ctx.clock.now(), (m) => this.#tick(m));
+    this.#send = scriptSend(sessions);
     // A player whose last socket closed leaves the match (no reconnect grace for matches).
     sessions.onPlayerGone((playerId) => this.leave(playerId));
   }
@@ -226,7 +229,7 @@ export class MatchHost implements LiveMatches {
         clock: this.ctx.clock,
         ids: this.ctx.ids,
         broadcast: (leaf, payload) => this.#toRoster(match, `{"type":${JSON.stringify(`match.${leaf}`)},"payload":${JSON.stringify(payload)}}`),
-        send: (playerId, message) => void this.sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } }),
+        send: this.#send,
         setJoinable: (joinable) => void (match.joinable = joinable),
       },
     });

@@ -1,14 +1,21 @@
 import type { Ctx } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
-import type { JsonValue, ScriptBinding, ScriptBindings } from '../runtime/lua/api';
+import type { JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../runtime/lua/api';
 import { notifyInBackground, type NotificationView } from '../runtime/notifications';
+import type { SessionRegistry } from './sessions';
 
 /**
- * The domain bindings of the `game` table this node can back (lua-scripting
+ * What game VMs reach on this node: `game.send`, and the domain bindings of
+ * the `game` table it can back (lua-scripting
  * 7.9 notifications today). Every game VM, match or RPC, gets the same set.
  */
 export function scriptBindings(ctx: Ctx): ScriptBindings {
   return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx) };
+}
+
+/** `game.send`: the player's sockets get `module.message {module: "lua", message}` (lua-scripting 7.4). */
+export function scriptSend(sessions: SessionRegistry): ScriptServices['send'] {
+  return (playerId, message) => void sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } });
 }
 
 const NOTIFY_USAGE = 'game.notify(player_id, type, subject[, data]): player_id, type and subject must be strings';
