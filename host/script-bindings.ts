@@ -6,8 +6,8 @@ import type { SessionRegistry } from './sessions';
 
 /**
  * What game VMs reach on this node: `game.send`, and the domain bindings of
- * the `game` table it can back (lua-scripting
- * 7.9 notifications today). Every game VM, match or RPC, gets the same set.
+ * the `game` table it can back (lua-scripting 7.9 notifications today).
+ * Every game VM, match or RPC, gets the same set.
  */
 export function scriptBindings(ctx: Ctx): ScriptBindings {
   return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx) };
