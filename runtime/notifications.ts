@@ -103,11 +103,10 @@ async function insertNotification(db: Kysely<Database>, n: CheckedNotification):
 export function notifyInBackground(ctx: Ctx, n: NewNotification): NotificationView {
   const content = checkNew(n);
   const checked: CheckedNotification = { id: ctx.ids.uuid(), playerId: n.playerId, type: n.type, subject: n.subject, content, sentAt: new Date(ctx.clock.now()) };
-  void (async () => {
-    const exists = await ctx.db.selectFrom('players').select('id').where('id', '=', n.playerId).executeTakeFirst();
-    if (!exists) return ctx.log.warn('notification_dropped', { player_id: n.playerId, type: n.type, reason: 'player_not_found' });
-    deliverNotification(ctx, await insertNotification(ctx.db, checked));
-  })().catch((err) => ctx.log.error('notification_failed', { player_id: n.playerId, type: n.type, error: err }));
+  storeAndDeliver(ctx, checked).then(
+    (stored) => void (stored ?? ctx.log.warn('notification_dropped', { player_id: n.playerId, type: n.type, reason: 'player_not_found' })),
+    (err) => ctx.log.error('notification_failed', { player_id: n.playerId, type: n.type, error: err }),
+  );
   return { id: checked.id, player_id: n.playerId, type: n.type, subject: n.subject, content, read: false, sent_at: isoSeconds(checked.sentAt) };
 }
 
@@ -122,12 +121,19 @@ export function deliverNotification(ctx: Pick<Ctx, 'live'>, n: NotificationView)
  * when the recipient does not exist.
  */
 export async function notify(ctx: Ctx, n: NewNotification): Promise<NotificationView> {
-  checkNew(n);
+  const content = checkNew(n);
+  const stored = await storeAndDeliver(ctx, { id: ctx.ids.uuid(), playerId: n.playerId, type: n.type, subject: n.subject, content, sentAt: new Date(ctx.clock.now()) });
+  if (!stored) throw new ApiError('player.not_found', 'No such player.');
+  return stored;
+}
+
+/** Stores a checked notification and pushes it; null (nothing stored) when the recipient does not exist. */
+async function storeAndDeliver(ctx: Ctx, n: CheckedNotification): Promise<NotificationView | null> {
   const exists = await ctx.db.selectFrom('players').select('id').where('id', '=', n.playerId).executeTakeFirst();
-  if (!exists) throw new ApiError('player.not_found', 'No such player.');
-  const created = await createNotification(ctx.db, ctx, n);
-  deliverNotification(ctx, created);
-  return created;
+  if (!exists) return null;
+  const stored = await insertNotification(ctx.db, n);
+  deliverNotification(ctx, stored);
+  return stored;
 }
 
 export interface NotificationQuery extends Page {
