@@ -1,5 +1,6 @@
 import { Router } from 'itty-router';
 import type { Ctx } from '../runtime/context';
+import { databaseFault, databaseFaultError } from '../runtime/database';
 import { ApiError, rateLimited } from '../runtime/errors';
 import type { RateLimitGroup } from '../runtime/settings';
 import {
@@ -141,8 +142,6 @@ export function rateGroup(method: string, path: string): RateLimitGroup {
   return 'api';
 }
 
-const CONNECTION_FAILURE = /ECONNREFUSED|ECONNRESET|Connection terminated|connection is closed|terminating connection|ENOTFOUND|timeout exceeded when trying to connect/i;
-
 /** The path of an absolute URL, without parsing the whole URL (the router parses it once). */
 function pathOf(url: string): string {
   const start = url.indexOf('/', url.indexOf('//') + 2);
@@ -155,11 +154,10 @@ function pathOf(url: string): string {
 
 function failure(err: unknown, ctx: Ctx, call: Call, request: RequestLike): ApiResponse {
   if (err instanceof ApiError) return errorResponse(err);
-  const code = typeof err === 'object' && err !== null ? String((err as { code?: unknown }).code ?? '') : '';
-  const message = err instanceof Error ? err.message : String(err);
-  if (code.startsWith('08') || code === '57P01' || CONNECTION_FAILURE.test(message) || CONNECTION_FAILURE.test(code)) {
-    ctx.log.error('database_unavailable', { request_id: call.requestId, error: message });
-    return errorResponse(new ApiError('not_ready', 'The database is unavailable; try again shortly.', { reason: 'database_unavailable' }));
+  const fault = databaseFault(err);
+  if (fault) {
+    ctx.log.warn('database_fault', { request_id: call.requestId, reason: fault, error: err instanceof Error ? err.message : String(err) });
+    return errorResponse(databaseFaultError(fault));
   }
   ctx.log.error('unhandled_exception', {
     request_id: call.requestId,

@@ -1,10 +1,12 @@
 import { sql } from 'kysely';
+import { DatabaseDeadlineError, databaseFault, databaseFaultError, type DatabaseFault, type Db } from '../runtime/database';
 import { json, type Route } from './http';
 
 /**
- * Liveness and readiness probes for orchestrators. `/health` touches nothing;
- * `/health/ready` proves the database answers (the pipeline already answers
- * 503 `not_ready` while migrations run).
+ * Liveness and readiness probes for orchestrators. `/health` touches nothing.
+ * `/health/ready` answers from the host's last known view of the database
+ * (kept by a bounded background probe), so it never waits on a stuck query;
+ * the pipeline already answers 503 `not_ready` while migrations run.
  */
 export const healthRoutes: Route[] = [
   { method: 'GET', path: '/api/v1/health', handler: async () => json({ status: 'ok' }) },
@@ -12,8 +14,29 @@ export const healthRoutes: Route[] = [
     method: 'GET',
     path: '/api/v1/health/ready',
     handler: async (_req, ctx) => {
-      await sql`select 1`.execute(ctx.db);
+      const fault = ctx.readiness.databaseFault ? ctx.readiness.databaseFault() : await probe(ctx.db);
+      if (fault) throw databaseFaultError(fault);
       return json({ status: 'ok', database: 'ok' });
     },
   },
 ];
+
+/** A readiness probe may take this long when the host keeps no view of its own. */
+const PROBE_DEADLINE_MS = 1000;
+
+async function probe(db: Db): Promise<DatabaseFault | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DatabaseDeadlineError(PROBE_DEADLINE_MS)), PROBE_DEADLINE_MS);
+  });
+  try {
+    await Promise.race([sql`select 1`.execute(db), deadline]);
+    return null;
+  } catch (err) {
+    const fault = databaseFault(err);
+    if (fault) return fault;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -33,7 +33,12 @@ async function main(): Promise<void> {
 
   let database: OpenDatabase;
   if (config.databaseUrl) {
-    database = openPostgres(config.databaseUrl, config.settings.db_pool_size);
+    database = openPostgres({
+      url: config.databaseUrl,
+      poolSize: config.settings.db_pool_size,
+      connectTimeoutMs: config.settings.db_connect_timeout_ms,
+      statementTimeoutMs: config.settings.db_statement_timeout_ms,
+    });
   } else {
     mkdirSync(config.dataDir, { recursive: true });
     database = await openEmbedded({ dataDir: config.dataDir });

@@ -1,3 +1,4 @@
+import { databaseFault, databaseFaultError } from '../runtime/database';
 import type { Ctx, RpcDispatcher } from '../runtime/context';
 import { ApiError, type ErrorCode } from '../runtime/errors';
 import { isPlainObject, rpcErrorFrame, type ClientFrame } from '../runtime/frames';
@@ -74,6 +75,8 @@ export class RpcRegistry implements RpcDispatcher {
       result = await entry.handler(params, { playerId: caller.playerId, method });
     } catch (err) {
       if (err instanceof ApiError && (entry.codes === null || entry.codes.has(err.code))) throw err;
+      const fault = databaseFault(err);
+      if (fault) throw databaseFaultError(fault);
       this.ctx.log.error('rpc_handler_failed', { method, player_id: caller.playerId, error: err });
       throw new ApiError('internal');
     }

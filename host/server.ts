@@ -19,6 +19,8 @@ import { FixedWindowLimiter } from './limits';
 import { LiveHost, type LiveOptions } from './live';
 import { loadClientGate } from './client-gate';
 import { TokenCache } from './token-cache';
+import { DatabaseWatch } from './database-watch';
+import { databaseFault } from '../runtime/database';
 import { GuestReaper } from './guest-reaper';
 import { TokenSweeper } from './token-sweeper';
 import { outboundFetch, readTrustAnchor } from './outbound';
@@ -86,6 +88,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     clock,
     log,
   });
+  // The embedded database lives in this process and cannot go away; a server can.
+  const database = options.database;
+  const watch = database.probe ? new DatabaseWatch({ probe: database.probe, log }) : null;
+  if (watch) {
+    database.onConnectionLost?.(() => watch.suspect());
+    watch.start();
+  }
   const ctx: Ctx = {
     db: options.database.db,
     settings: options.settings,
@@ -95,7 +104,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log,
     auth: tokens,
     game: options.game ?? { registration: () => null, guestAuth: () => false },
-    readiness: { ready: () => ready },
+    readiness: { ready: () => ready, databaseFault: () => watch?.fault() ?? null },
     passwords,
     clientGate,
     live,
@@ -144,11 +153,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const port = (server.address() as AddressInfo).port;
 
-  const readyPromise = (options.migrate ?? migrateToLatest)(ctx.db).then((applied) => {
+  let closing: Promise<void> | null = null;
+  const shutdown = new AbortController();
+  const readyPromise = migrateWhenReachable(options, ctx.db, log, shutdown.signal).then(async (applied) => {
     ready = true;
     log.info('migrations_complete', { applied, database: options.database.kind });
+    // Boot reports a known database state: the first probe has answered.
+    await watch?.settled();
   });
-  readyPromise.catch((err) => log.error('migrations_failed', { error: err }));
+  readyPromise.catch((err) => {
+    if (!shutdown.signal.aborted) log.error('migrations_failed', { error: err });
+  });
   const guestReaper = new GuestReaper(ctx);
   readyPromise.then(() => guestReaper.start(), () => {});
   const tokenSweeper = new TokenSweeper(ctx);
@@ -160,7 +175,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   hooks.push(() => live.close());
   hooks.push(() => guestReaper.stop());
   hooks.push(() => tokenSweeper.stop());
-  let closing: Promise<void> | null = null;
 
   return {
     port,
@@ -174,6 +188,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     close() {
       closing ??= (async () => {
         log.info('shutdown_started', { in_flight: inFlight });
+        shutdown.abort();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         if (inFlight > 0) {
@@ -188,10 +203,38 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         await stopped;
         limits.close();
         await readyPromise.catch(() => {});
+        await watch?.stop();
         await options.database.close();
         log.info('shutdown_complete', {});
       })();
       return closing;
     },
   };
+}
+
+/**
+ * Brings the schema up to date, waiting out a database that is not reachable
+ * yet (a node and its database often start together) with a capped backoff.
+ * Any other failure is final: the node stays up and answers 503.
+ */
+async function migrateWhenReachable(options: ServerOptions, db: Ctx['db'], log: Logger, stop: AbortSignal): Promise<string[]> {
+  const migrate = options.migrate ?? migrateToLatest;
+  for (let attempt = 0; ; attempt++) {
+    const handle = options.database.unbounded?.();
+    try {
+      return (await migrate(handle?.db ?? db)) as string[];
+    } catch (err) {
+      const fault = databaseFault(err);
+      if (!fault || stop.aborted) throw err;
+      const retryMs = Math.min(10_000, 500 * 2 ** attempt);
+      log.warn('migrations_waiting', { reason: fault, attempt: attempt + 1, retry_in_ms: retryMs, error: (err as Error).message });
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, retryMs);
+        stop.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+      if (stop.aborted) throw err;
+    } finally {
+      await handle?.close().catch(() => {});
+    }
+  }
 }

@@ -1,3 +1,4 @@
+import { databaseFault, databaseFaultError } from '../runtime/database';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
@@ -192,6 +193,11 @@ export class Gateway {
   #fail(session: Session, frame: ClientFrame, err: unknown): void {
     if (err instanceof FrameError) return session.send(errorFrame(frame, err));
     if (err instanceof ApiError) return session.send(errorFrame(frame, FrameError.from(err)));
+    const fault = databaseFault(err);
+    if (fault) {
+      this.ctx.log.warn('database_fault', { type: frame.type, player_id: session.playerId, reason: fault, error: (err as Error).message });
+      return session.send(errorFrame(frame, FrameError.from(databaseFaultError(fault))));
+    }
     this.ctx.log.error('ws_frame_failed', { type: frame.type, player_id: session.playerId, error: err });
     session.send(errorFrame(frame, new FrameError('internal_error')));
   }

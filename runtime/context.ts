@@ -1,6 +1,6 @@
 import type { LiveChat } from './chat';
 import type { ClientGate } from './client-gate';
-import type { Db } from './database';
+import type { DatabaseFault, Db } from './database';
 import type { IdentityProviders } from './identities';
 import type { IdSource } from './ids';
 import type { Logger } from './log';
@@ -25,8 +25,17 @@ export interface Ctx {
   auth: TokenResolver;
   /** What the loaded game directory declares for the whole deployment. */
   game: GameDeclarations;
-  /** False while migrations run: every API route answers 503 `not_ready`. */
-  readiness: { ready(): boolean };
+  readiness: {
+    /** False while migrations run: every API route answers 503 `not_ready`. */
+    ready(): boolean;
+    /**
+     * Why the database cannot serve, as the host last observed it, or null
+     * while it answers. Never waits on a query: the readiness probe reads it.
+     * A host that keeps no such view leaves it out, and the probe asks the
+     * database itself under a deadline.
+     */
+    databaseFault?(): DatabaseFault | null;
+  };
   /** Password hashing with the host's bound on concurrent derivations (runtime/passwords.ts). */
   passwords: PasswordHasher;
   /** The operator's client gate (spec 5.7), loaded by the host; null when unset. Call it through `passClientGate`. */

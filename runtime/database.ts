@@ -12,6 +12,7 @@ import {
   type RawBuilder,
   type TransactionSettings,
 } from 'kysely';
+import { ApiError } from './errors';
 import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
@@ -114,4 +115,88 @@ export function isoSeconds(value: Date | string | null | undefined): string | nu
 /** True for a unique-constraint violation from either driver. */
 export function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+}
+
+/**
+ * Why the database cannot serve right now: it is unreachable (connection
+ * refused, lost, or the server is shutting down), or it did not answer within
+ * the host's deadline (statement timeout, lock wait, a silent network).
+ */
+export type DatabaseFault = 'database_unavailable' | 'database_timeout';
+
+/** Raised by the host when a query outlives its client-side deadline (a server that went silent). */
+export class DatabaseDeadlineError extends Error {
+  constructor(readonly deadlineMs: number) {
+    super(`The database did not answer within ${deadlineMs} ms.`);
+    this.name = 'DatabaseDeadlineError';
+  }
+}
+
+// SQLSTATEs that mean "this connection or server is not usable now", as
+// opposed to a fault in the statement itself (which stays a 500 and a bug).
+const UNAVAILABLE_STATES = new Set([
+  '57P01', // admin_shutdown: pg_terminate_backend, fast shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or in recovery
+  '57P04', // database_dropped
+  '57P05', // idle_session_timeout
+  '53300', // too_many_connections
+  '25P03', // idle_in_transaction_session_timeout
+]);
+const TIMEOUT_STATES = new Set([
+  '57014', // query_canceled: statement_timeout
+  '55P03', // lock_not_available: lock_timeout
+]);
+// Socket errors from node's net layer, as the pg driver passes them on.
+const UNAVAILABLE_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+// The pg driver and pool report their own states by message only.
+const DRIVER_UNAVAILABLE = [
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Cannot use a pool after calling end on the pool',
+];
+const DRIVER_TIMEOUT = ['timeout exceeded when trying to connect', 'Query read timeout', 'timeout expired'];
+
+/**
+ * The one place a database error is recognised as an outage rather than a
+ * bug: SQLSTATE class 08 and the 57P0x family, node socket errors, and the pg
+ * driver's own kinds. Follows `cause` chains (the pool wraps connect timeouts).
+ */
+export function databaseFault(err: unknown): DatabaseFault | null {
+  for (let e = err, depth = 0; typeof e === 'object' && e !== null && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof DatabaseDeadlineError) return 'database_timeout';
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') {
+      if (TIMEOUT_STATES.has(code) || code === 'ETIMEDOUT') return 'database_timeout';
+      if (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || UNAVAILABLE_ERRNOS.has(code)) return 'database_unavailable';
+    }
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === 'string') {
+      if (message === 'Connection terminated due to connection timeout') return 'database_timeout';
+      if (DRIVER_TIMEOUT.some((m) => message.startsWith(m))) return 'database_timeout';
+      if (DRIVER_UNAVAILABLE.some((m) => message.startsWith(m))) return 'database_unavailable';
+    }
+  }
+  return null;
+}
+
+/** What a client is told when the database cannot serve: 503 `not_ready` with the reason. */
+export function databaseFaultError(fault: DatabaseFault): ApiError {
+  return new ApiError(
+    'not_ready',
+    fault === 'database_timeout' ? 'The database did not answer in time; try again shortly.' : 'The database is unavailable; try again shortly.',
+    { reason: fault },
+  );
 }

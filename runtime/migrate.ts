@@ -17,7 +17,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? '(bookkeeping)';
     const reason = result.error instanceof Error ? result.error.message : String(result.error);
-    throw new Error(`migration ${failed} failed: ${reason}`);
+    throw new Error(`migration ${failed} failed: ${reason}`, { cause: result.error });
   }
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

@@ -90,6 +90,16 @@ const rawSchema = z
     /** Browser origins allowed by CORS on the REST API. Empty: no CORS headers. */
     cors_origins: z.array(z.string().min(1)).default([]),
     db_pool_size: positiveInt.max(1000).default(10),
+    /**
+     * Bound on opening a database connection and on waiting for a free one
+     * (docs/decisions/0008): past it the request answers 503 instead of queueing.
+     */
+    db_connect_timeout_ms: positiveInt.max(600_000).default(3000),
+    /**
+     * Server-side statement timeout; a client-side deadline one second later
+     * catches a network that went silent. Migrations run without it.
+     */
+    db_statement_timeout_ms: positiveInt.max(600_000).default(5000),
     /** How long shutdown waits for in-flight requests before closing anyway. */
     shutdown_grace_ms: z.number().int().min(0).default(10_000),
     log_level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),

@@ -51,7 +51,7 @@ describe('migrations', () => {
 describe('database outage', () => {
   it('answers the error object, not a crash, when the database is unreachable', async () => {
     // Port 1 on loopback: nothing listens, so every query fails to connect.
-    const dead = openPostgres('postgres://postgres@127.0.0.1:1/test', 1);
+    const dead = openPostgres({ url: 'postgres://postgres@127.0.0.1:1/test', poolSize: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000 });
     const s = await startTestServer({}, { database: dead, migrate: async () => [] });
     try {
       const res = await s.call('GET', '/api/v1/health/ready');
