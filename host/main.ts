@@ -3,6 +3,7 @@ import { openEmbedded, openPostgres, type OpenDatabase } from './database';
 import { startServer } from './server';
 import { jsonLogger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
+import { databaseFault } from '../runtime/database';
 import { effectiveRegistration } from '../runtime/registration';
 import { MatchVm } from '../runtime/lua/match';
 import type { OperatorModes } from '../runtime/lua/api';
@@ -45,7 +46,8 @@ async function main(): Promise<void> {
   }
 
   if (argv.includes('--migrate-only')) {
-    const applied = await migrateToLatest(database.db);
+    const admin = database.unbounded?.();
+    const applied = await migrateToLatest(admin?.db ?? database.db).finally(() => admin?.close());
     log.info('migrations_complete', { applied, database: database.kind });
     await database.close();
     return;
@@ -78,6 +80,17 @@ async function main(): Promise<void> {
       },
     );
   };
+  // Last line of defence: a database fault that escapes every listener (a
+  // stray emitter, a forgotten catch) is weather and must not end the node;
+  // anything else is a bug and still ends it, as node would.
+  const stray = (kind: string) => (err: unknown) => {
+    const fault = databaseFault(err);
+    if (fault) return log.warn('database_fault_unhandled', { kind, reason: fault, error: err instanceof Error ? err.message : String(err) });
+    log.error(kind, { error: err });
+    process.exit(1);
+  };
+  process.on('uncaughtException', stray('uncaught_exception'));
+  process.on('unhandledRejection', stray('unhandled_rejection'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

@@ -1,0 +1,159 @@
+// `npm run soak -- db-outage [--writers 20] [--seconds 60] [--cut 15]`
+//
+// The production host (dist/host.mjs, as `npm start` runs it) in front of the
+// PostgreSQL server at DATABASE_URL (default the local test server), reached
+// through a TCP relay this script owns. Honest writers send direct messages
+// the whole time; a third of the way in, the relay resets every connection and
+// refuses new ones for the cut, then heals. Prints requests by status, the
+// longest request, time to ready after the restore, and acknowledged writes
+// lost or duplicated (both must be 0), and checks the node never exited.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { TcpProxy } from '../../test/support/tcp-proxy';
+import { auditAcked, startWriters } from '../../test/support/writers';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const arg = (name: string, fallback: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const WRITERS = arg('writers', 20);
+const SECONDS = arg('seconds', 60);
+const CUT_SECONDS = arg('cut', 15);
+const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function main(): Promise<void> {
+  const built = spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: root, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('build failed');
+
+  const schema = `soak_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+
+  const proxy = await TcpProxy.start({ host: new URL(url).hostname, port: Number(new URL(url).port || 5432) });
+  const nodeUrl = new URL(proxy.rewrite(url));
+  nodeUrl.searchParams.set('options', `-c search_path=${schema}`);
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-soak-'));
+  const config = path.join(dir, 'settings.json');
+  // Setup registers the writers from one address; the soak measures outages, not the register bucket.
+  writeFileSync(config, JSON.stringify({ rate_limits: { register: { limit: 1000, window: 1000 } }, log_level: 'warn' }));
+  const port = await freePort();
+  const host = spawn(process.execPath, ['dist/host.mjs'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: nodeUrl.toString(), PORT: String(port), HOST: '127.0.0.1', SVC_CONFIG: config },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const warnings = new Map<string, number>();
+  host.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    for (const line of chunk.split('\n')) {
+      if (!line) continue;
+      try {
+        const event = JSON.parse(line).event as string;
+        warnings.set(event, (warnings.get(event) ?? 0) + 1);
+      } catch {
+        /* not a log line */
+      }
+    }
+  });
+  let exited: string | null = null;
+  host.on('exit', (code, signal) => (exited = `exit ${code ?? signal}`));
+  const base = `http://127.0.0.1:${port}`;
+
+  try {
+    const ready = async (withinMs: number) => {
+      const started = Date.now();
+      for (;;) {
+        const res = await fetch(`${base}/api/v1/health/ready`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+        if (res?.status === 200) return Date.now() - started;
+        if (Date.now() - started > withinMs) throw new Error(`not ready after ${withinMs} ms`);
+        await sleep(20);
+      }
+    };
+    await ready(30_000);
+    const register = async (i: number) => {
+      const res = await fetch(`${base}/api/v1/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: `soak_${i}_${Date.now().toString(36)}`, password: 'soak password' }),
+      });
+      if (res.status !== 200) throw new Error(`register: ${res.status} ${await res.text()}`);
+      return (await res.json()) as { player_id: string; access_token: string };
+    };
+    const recipient = await register(0);
+    const senders = [];
+    for (let i = 1; i <= WRITERS; i++) senders.push(await register(i));
+
+    const writers = startWriters({
+      url: base,
+      tokens: senders.map((s) => s.access_token),
+      recipientId: recipient.player_id,
+      writers: WRITERS,
+      tag: schema,
+      clientTimeoutMs: 30_000,
+    });
+    const cutAt = Math.round((SECONDS - CUT_SECONDS) / 3);
+    console.log(`${WRITERS} writers for ${SECONDS} s; the database is cut at ${cutAt} s for ${CUT_SECONDS} s`);
+    await sleep(cutAt * 1000);
+    proxy.reset();
+    const cutStarted = Date.now();
+    let notReadyAfterMs: number | null = null;
+    while (Date.now() - cutStarted < CUT_SECONDS * 1000) {
+      if (notReadyAfterMs === null) {
+        const res = await fetch(`${base}/api/v1/health/ready`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+        if (res?.status === 503) notReadyAfterMs = Date.now() - cutStarted;
+      }
+      await sleep(notReadyAfterMs === null ? 20 : 250);
+    }
+    proxy.restore();
+    const readyAfterMs = await ready(30_000);
+    await sleep(Math.max(0, (SECONDS - cutAt - CUT_SECONDS) * 1000 - readyAfterMs));
+    const stats = await writers.stop();
+    const audit = await auditAcked(url, schema, stats.acked);
+
+    const rows: [string, string][] = [
+      ['requests', String(stats.requests)],
+      ...[...stats.byStatus].sort(([a], [b]) => a - b).map(([status, n]): [string, string] => [`  status ${status}`, String(n)]),
+      ...[...stats.errors].map(([key, n]): [string, string] => [`    ${key}`, String(n)]),
+      ['  no answer (client gave up after 30 s)', String(stats.unanswered)],
+      ['longest request', `${stats.longestMs} ms`],
+      ['readiness 503 after the cut', notReadyAfterMs === null ? 'never' : `${notReadyAfterMs} ms`],
+      ['ready after the restore', `${readyAfterMs} ms`],
+      ['acknowledged writes', String(stats.acked.length)],
+      ['acknowledged writes lost', String(audit.lost.length)],
+      ['acknowledged writes duplicated', String(audit.duplicated.length)],
+      ['node process', exited ?? 'still running'],
+    ];
+    const width = Math.max(...rows.map(([k]) => k.length));
+    console.log('\ndb-outage soak');
+    for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
+    const events = [...warnings].filter(([e]) => e.startsWith('database') || e.startsWith('migrations'));
+    if (events.length) console.log(`\nnode log events: ${events.map(([e, n]) => `${e} ×${n}`).join(', ')}`);
+    if (audit.lost.length || audit.duplicated.length || exited) process.exitCode = 1;
+  } finally {
+    host.kill('SIGTERM');
+    await new Promise((r) => (host.exitCode !== null ? r(null) : host.once('exit', r)));
+    await proxy.close();
+    await admin.query(`drop schema if exists ${schema} cascade`);
+    await admin.end();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
