@@ -4,6 +4,7 @@ import { freshDatabase, type ServerConnection } from './support/database';
 import { startTestServer, type TestServer } from './support/server';
 import { registerPlayer, type TestPlayer } from './support/accounts';
 import { TcpProxy } from './support/tcp-proxy';
+import { connectPlayer, expectErrorFrame } from './support/ws-client';
 import { auditAcked, startWriters, type WriterStats } from './support/writers';
 
 // Outages of a database server: an embedded database lives in the node's own
@@ -138,6 +139,8 @@ describe.skipIf(!url)('database outages (PostgreSQL server)', () => {
 
   it('answers 503 database_timeout when a lock holds a read past the statement timeout, and stays ready', async () => {
     const n = await node({ statementTimeoutMs: 800 });
+    const ws = await connectPlayer(n.s);
+    cleanups.push(async () => ws.socket.close());
     const locker = await admin();
     await locker.query('begin');
     await locker.query(`lock table ${n.schema}.players in access exclusive mode`);
@@ -147,6 +150,10 @@ describe.skipIf(!url)('database outages (PostgreSQL server)', () => {
       expect(res.status, JSON.stringify(res.body)).toBe(503);
       expect(res.body.error).toMatchObject({ code: 'not_ready', details: { reason: 'database_timeout' } });
       expect(Date.now() - started).toBeLessThan(3000);
+      // The socket path says the same, as an error frame (the socket stays open).
+      const frame = await ws.socket.request('dm.send', { recipient_id: n.b.player_id, content: 'held' });
+      expectErrorFrame(frame, 'database_timeout', 'ws.request_failed');
+      expect(frame.payload.error.details).toMatchObject({ reason: 'database_timeout' });
       // A lock on one table is not an outage: the node stays ready.
       expect((await n.s.call('GET', '/api/v1/health/ready')).status).toBe(200);
     } finally {
