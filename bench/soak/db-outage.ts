@@ -1,10 +1,11 @@
-// `npm run soak -- db-outage [--writers 20] [--seconds 60] [--cut 15]`
+// `npm run soak -- db-outage [--writers 20] [--seconds 60] [--cut 15] [--mode reset|blackhole]`
 //
 // The production host (dist/host.mjs, as `npm start` runs it) in front of the
 // PostgreSQL server at DATABASE_URL (default the local test server), reached
 // through a TCP relay this script owns. Honest writers send direct messages
 // the whole time; a third of the way in, the relay resets every connection and
-// refuses new ones for the cut, then heals. Prints requests by status, the
+// refuses new ones for the cut (or, with `--mode blackhole`, silently stops
+// relaying, as a dead host or a dropping partition does), then heals. Prints requests by status, the
 // longest request, time to ready after the restore, and acknowledged writes
 // lost or duplicated (both must be 0), and checks the node never exited.
 import { spawn, spawnSync } from 'node:child_process';
@@ -25,6 +26,9 @@ const arg = (name: string, fallback: number) => {
 const WRITERS = arg('writers', 20);
 const SECONDS = arg('seconds', 60);
 const CUT_SECONDS = arg('cut', 15);
+const modeAt = process.argv.indexOf('--mode');
+const MODE = modeAt >= 0 ? process.argv[modeAt + 1] : 'reset';
+if (MODE !== 'reset' && MODE !== 'blackhole') throw new Error(`--mode: reset or blackhole, not ${MODE}`);
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -107,9 +111,10 @@ async function main(): Promise<void> {
       clientTimeoutMs: 30_000,
     });
     const cutAt = Math.round((SECONDS - CUT_SECONDS) / 3);
-    console.log(`${WRITERS} writers for ${SECONDS} s; the database is cut at ${cutAt} s for ${CUT_SECONDS} s`);
+    console.log(`${WRITERS} writers for ${SECONDS} s; the database is cut (${MODE}) at ${cutAt} s for ${CUT_SECONDS} s`);
     await sleep(cutAt * 1000);
-    proxy.reset();
+    if (MODE === 'reset') proxy.reset();
+    else proxy.blackhole();
     const cutStarted = Date.now();
     let notReadyAfterMs: number | null = null;
     while (Date.now() - cutStarted < CUT_SECONDS * 1000) {
