@@ -56,7 +56,9 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
       if (request.method === 'OPTIONS') {
         response = preflight(request, corsOrigins);
       } else {
-        if (!ctx.readiness.ready()) throw new ApiError('not_ready');
+        // Liveness answers whenever the process can: an orchestrator must not
+        // restart a node that is only waiting for its database.
+        if (!ctx.readiness.ready() && path !== '/api/v1/health') throw notReady(ctx);
         const isOps = path.startsWith('/api/v1/ops');
         call.bearer = isOps ? null : bearerOf(request);
         if (call.bearer) call.principal = await ctx.auth.resolve(call.bearer);
@@ -132,6 +134,12 @@ function firstSegment(path: string): string | null {
   if (!path.startsWith('/api/v1/')) return null;
   const end = path.indexOf('/', 8);
   return path.slice(8, end < 0 ? undefined : end);
+}
+
+/** Still migrating; with the reason when the database is the cause. */
+function notReady(ctx: Ctx): ApiError {
+  const fault = ctx.readiness.databaseFault?.();
+  return fault ? databaseFaultError(fault) : new ApiError('not_ready');
 }
 
 /** Spec part 8: which bucket a request spends from. */

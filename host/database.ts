@@ -202,9 +202,29 @@ function destroyClient(client: pg.Client | pg.PoolClient): void {
   else void client.end().catch(() => {});
 }
 
+/**
+ * PGlite's own start parameters plus a smaller buffer cache: its default
+ * (128 MB of shared buffers inside WebAssembly memory, which never shrinks)
+ * alone would not fit a 512 MB container once the data is warm. A single
+ * node's working set of a few thousand rows per table fits in 16 MB.
+ */
+const EMBEDDED_START_PARAMS = [
+  '--single', '-F', '-O', '-j',
+  '-c', 'search_path=public',
+  '-c', 'exit_on_error=false',
+  '-c', 'log_checkpoints=false',
+  '-c', 'max_worker_processes=0',
+  '-c', 'max_parallel_workers=0',
+  '-c', 'max_parallel_workers_per_gather=0',
+  '-c', 'io_method=sync',
+  '-c', 'max_parallel_maintenance_workers=0',
+  '-c', 'shared_buffers=16MB',
+];
+
 /** Embedded PostgreSQL (PGlite), persisted in `dataDir` or, without one, in memory. */
 export async function openEmbedded(options: { dataDir?: string; image?: Blob }): Promise<OpenDatabase> {
   const lite = new PGlite({
+    startParams: EMBEDDED_START_PARAMS,
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.image ? { loadDataDir: options.image } : {}),
   });

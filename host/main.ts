@@ -8,11 +8,34 @@ import { effectiveRegistration } from '../runtime/registration';
 import { MatchVm } from '../runtime/lua/match';
 import type { OperatorModes } from '../runtime/lua/api';
 import { loadGameDirectory, type LoadedGame } from './game';
-import { mkdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { lockDataDir } from './data-dir-lock';
+
+/**
+ * A new embedded data directory is created by PGlite's initdb, which grows its
+ * WebAssembly memory to several hundred MB, and WebAssembly memory never
+ * shrinks. So a first boot creates the directory in a short-lived child
+ * process and opens it afterwards like any restart (decision 0014).
+ */
+async function initialiseDataDir(dir: string, log: ReturnType<typeof jsonLogger>): Promise<void> {
+  if (existsSync(path.join(dir, 'PG_VERSION'))) return;
+  log.info('data_dir_initialising', { dir });
+  const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!, INIT_FLAG, dir], { stdio: 'inherit' });
+  if (child.status !== 0) throw new Error(`could not create the embedded database in ${dir} (exit ${child.status ?? child.signal})`);
+}
+
+const INIT_FLAG = '--initialise-data-dir';
 
 /** CLI entry of dist/host.mjs: `npm start`, `npm run migrate`. */
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  if (argv[0] === INIT_FLAG && argv[1]) {
+    const created = await openEmbedded({ dataDir: argv[1] });
+    await created.close();
+    return;
+  }
   let config;
   try {
     config = loadConfig(argv, process.env);
@@ -42,6 +65,13 @@ async function main(): Promise<void> {
     });
   } else {
     mkdirSync(config.dataDir, { recursive: true });
+    try {
+      lockDataDir(config.dataDir);
+    } catch (err) {
+      process.stderr.write(`svc: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+    await initialiseDataDir(config.dataDir, log);
     database = await openEmbedded({ dataDir: config.dataDir });
   }
 
@@ -63,6 +93,13 @@ async function main(): Promise<void> {
     live: { game, createVm: (options) => MatchVm.create({ ...options, budgets }) },
   });
   running.onShutdown(() => game.close());
+  // A node that cannot reach its database or apply its migrations in time
+  // says so in one line and exits, so the orchestrator sees a failed start.
+  running.ready.catch(async (err: Error) => {
+    process.stderr.write(`svc: not ready: ${err.message}\n`);
+    await running.close().catch(() => {});
+    process.exit(1);
+  });
   log.info('listening', { port: running.port, host: config.host, database: database.kind, game_dir: config.gameDir });
   // After the game directory is loaded: a script declaration narrows an unset operator posture.
   log.info('registration_mode', effectiveRegistration(running.ctx));

@@ -214,11 +214,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
 /**
  * Brings the schema up to date, waiting out a database that is not reachable
- * yet (a node and its database often start together) with a capped backoff.
- * Any other failure is final: the node stays up and answers 503.
+ * yet (a node and its database often start together) with a capped backoff,
+ * for at most `db_boot_timeout_ms`. Any other failure is final at once.
  */
 async function migrateWhenReachable(options: ServerOptions, db: Ctx['db'], log: Logger, stop: AbortSignal): Promise<string[]> {
   const migrate = options.migrate ?? migrateToLatest;
+  const giveUpAt = Date.now() + options.settings.db_boot_timeout_ms;
   for (let attempt = 0; ; attempt++) {
     const handle = options.database.unbounded?.();
     try {
@@ -226,7 +227,11 @@ async function migrateWhenReachable(options: ServerOptions, db: Ctx['db'], log: 
     } catch (err) {
       const fault = databaseFault(err);
       if (!fault || stop.aborted) throw err;
-      const retryMs = Math.min(10_000, 500 * 2 ** attempt);
+      const left = giveUpAt - Date.now();
+      if (left <= 0) {
+        throw new Error(`the database was unreachable for ${options.settings.db_boot_timeout_ms} ms at boot (${fault}: ${(err as Error).message})`, { cause: err });
+      }
+      const retryMs = Math.min(10_000, 500 * 2 ** attempt, left);
       log.warn('migrations_waiting', { reason: fault, attempt: attempt + 1, retry_in_ms: retryMs, error: (err as Error).message });
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, retryMs);

@@ -100,6 +100,8 @@ const rawSchema = z
      * catches a network that went silent. Migrations run without it.
      */
     db_statement_timeout_ms: positiveInt.max(600_000).default(5000),
+    /** How long boot waits for an unreachable database before the process exits 1. */
+    db_boot_timeout_ms: positiveInt.default(60_000),
     /** How long shutdown waits for in-flight requests before closing anyway. */
     shutdown_grace_ms: z.number().int().min(0).default(10_000),
     log_level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),

@@ -34,7 +34,9 @@ describe('migrations', () => {
     const gate = new Promise<void>((resolve) => (finish = resolve));
     const s = await startTestServer({}, { waitReady: false, migrate: async (db) => { await gate; return migrateToLatest(db); } });
     try {
-      for (const path of ['/api/v1/health', '/api/v1/health/ready', '/api/v1/no-such-route']) {
+      // Liveness answers: the process is healthy, only not ready yet.
+      expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+      for (const path of ['/api/v1/health/ready', '/api/v1/no-such-route', '/api/v1/players/me/erase']) {
         const res = await s.call('GET', path);
         expect(res.status).toBe(503);
         expect(res.body.error).toMatchObject({ code: 'not_ready', details: {} });
