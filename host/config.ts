@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseSettings, SettingsError, type Settings, type SettingsNotice } from '../runtime/settings';
 
@@ -26,6 +27,48 @@ const envSchema = z.object({
 
 export const DEFAULT_GAME_DIR = 'examples/demo-game';
 
+/** What the command line asked for. */
+export interface CliArgs {
+  config: string | null;
+  help: boolean;
+  migrateOnly: boolean;
+}
+
+export const USAGE = `usage: node dist/host.mjs [--config <file>] [--migrate-only] [--help]
+       (npm start, npm run migrate)
+
+  --config <file>   operator settings, one JSON object (also --config=<file>)
+  --migrate-only    apply database migrations and exit
+  --help            print this and exit
+
+environment:
+  PORT              HTTP and WebSocket port (default 8084)
+  HOST              listen address (default 0.0.0.0)
+  DATABASE_URL      PostgreSQL connection string; unset runs the embedded database
+  SVC_DATA_DIR      folder of the embedded database (default ./data)
+  GAME_DIR          the game directory (default examples/demo-game)
+  SVC_CONFIG        settings file when --config is not given
+`;
+
+/** Flags by node's own parser: `--config file` and `--config=file`; anything unknown is refused. */
+export function parseCli(argv: string[]): CliArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, help: { type: 'boolean' }, 'migrate-only': { type: 'boolean' } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    const message = (err as Error).message.replace(/\. To specify a positional argument.*$/s, '');
+    const key = /'(--?[^' ]+)/.exec(message)?.[1] ?? 'arguments';
+    throw new SettingsError(key, `${message} (see --help)`);
+  }
+  if (values.config === '') throw new SettingsError('--config', 'needs a file path');
+  return { config: values.config ?? null, help: values.help ?? false, migrateOnly: values['migrate-only'] ?? false };
+}
+
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): HostConfig {
   const parsedEnv = envSchema.safeParse(env);
   if (!parsedEnv.success) {
@@ -33,9 +76,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
     throw new SettingsError(issue.path.join('.'), issue.message);
   }
   const e = parsedEnv.data;
-  const flag = argv.indexOf('--config');
-  if (flag >= 0 && !argv[flag + 1]) throw new SettingsError('--config', 'needs a file path');
-  const configFile = flag >= 0 ? argv[flag + 1]! : (e.SVC_CONFIG ?? null);
+  const cli = parseCli(argv);
+  const configFile = cli.config ?? e.SVC_CONFIG ?? null;
 
   let raw: unknown = {};
   if (configFile) {

@@ -1,4 +1,4 @@
-import { loadConfig } from './config';
+import { loadConfig, parseCli, USAGE } from './config';
 import { openEmbedded, openPostgres, type OpenDatabase } from './database';
 import { startServer } from './server';
 import { jsonLogger } from '../runtime/log';
@@ -38,6 +38,10 @@ async function main(): Promise<void> {
   }
   let config;
   try {
+    if (parseCli(argv).help) {
+      process.stdout.write(USAGE);
+      return;
+    }
     config = loadConfig(argv, process.env);
   } catch (err) {
     process.stderr.write(`svc: ${(err as Error).message}\n`);
@@ -75,7 +79,7 @@ async function main(): Promise<void> {
     database = await openEmbedded({ dataDir: config.dataDir });
   }
 
-  if (argv.includes('--migrate-only')) {
+  if (parseCli(argv).migrateOnly) {
     const admin = database.unbounded?.();
     const applied = await migrateToLatest(admin?.db ?? database.db).finally(() => admin?.close());
     log.info('migrations_complete', { applied, database: database.kind });
@@ -83,15 +87,24 @@ async function main(): Promise<void> {
     return;
   }
 
-  const running = await startServer({
-    settings: config.settings,
-    database,
-    port: config.port,
-    host: config.host,
-    log,
-    game: { registration: () => game.info.registration, guestAuth: () => game.info.guestAuth },
-    live: { game, createVm: (options) => MatchVm.create({ ...options, budgets }) },
-  });
+  let running: Awaited<ReturnType<typeof startServer>>;
+  try {
+    running = await startServer({
+      settings: config.settings,
+      database,
+      port: config.port,
+      host: config.host,
+      log,
+      game: { registration: () => game.info.registration, guestAuth: () => game.info.guestAuth },
+      live: { game, createVm: (options) => MatchVm.create({ ...options, budgets }) },
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw err;
+    const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not an address of this machine';
+    process.stderr.write(`svc: cannot listen on ${config.host}:${config.port}: the port ${why} (set PORT or HOST)\n`);
+    process.exit(2);
+  }
   running.onShutdown(() => game.close());
   // A node that cannot reach its database or apply its migrations in time
   // says so in one line and exits, so the orchestrator sees a failed start.

@@ -90,6 +90,20 @@ describe('boot of the production host', () => {
     await until(async () => ((await status(next, '/api/v1/health/ready')).status === 200 ? true : undefined), 60_000);
   }, 150_000);
 
+  it('refuses a port in use in one line with exit 2', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    try {
+      const port = (taken.address() as net.AddressInfo).port;
+      const dir = mkdtempSync(path.join(tmpdir(), 'svc-port-'));
+      const h = await host({ SVC_DATA_DIR: path.join(dir, 'data'), PORT: String(port) });
+      expect(await h.exited).toBe(2);
+      expect(h.stderr().trim()).toBe(`svc: cannot listen on 127.0.0.1:${port}: the port is already in use (set PORT or HOST)`);
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  }, 60_000);
+
   it('waits for an unreachable database with liveness up and readiness giving the reason, then exits 1 in one line', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-boot-'));
     const config = path.join(dir, 'settings.json');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../host/config';
+import { loadConfig, parseCli } from '../host/config';
 import { parseSettings, SettingsError } from '../runtime/settings';
 
 const run = promisify(execFile);
@@ -74,6 +74,16 @@ describe('host configuration', () => {
     expect(c).toMatchObject({ port: 8084, host: '0.0.0.0', databaseUrl: null, dataDir: '/srv/app/data', gameDir: '/srv/app/examples/demo-game' });
     const d = loadConfig([], { PORT: '9000', DATABASE_URL: 'postgres://x@y/z', SVC_DATA_DIR: '/var/svc', GAME_DIR: '/games/one' }, '/srv/app');
     expect(d).toMatchObject({ port: 9000, databaseUrl: 'postgres://x@y/z', dataDir: '/var/svc', gameDir: '/games/one' });
+  });
+
+  it('parses flags with node\'s parser: --config file, --config=file, --help, --migrate-only; refuses unknown ones', () => {
+    const a = file('eq.json', JSON.stringify({ registration: 'closed' }));
+    expect(loadConfig([`--config=${a}`], {}).settings.registration).toBe('closed');
+    expect(parseCli(['--help'])).toMatchObject({ help: true });
+    expect(parseCli(['--migrate-only', '--config', a])).toEqual({ help: false, migrateOnly: true, config: a });
+    expect(thrownBy(() => loadConfig(['--verbose'], {})).key).toBe('--verbose');
+    expect(thrownBy(() => loadConfig(['stray'], {})).message).toContain('stray');
+    expect(thrownBy(() => loadConfig(['--config='], {})).key).toBe('--config');
   });
 
   it('refuses a bad PORT, a missing file and a file that is not JSON', () => {
