@@ -77,7 +77,9 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
       route = (request as Partial<ApiRequest>).route ?? route;
     }
     decorate(response, request, call, corsOrigins);
-    ctx.log.info('http_request', {
+    // Orchestrators probe every few seconds; at `info` those lines would drown the log.
+    const level = path.startsWith('/api/v1/health') && response.status < 500 ? 'debug' : 'info';
+    ctx.log[level]('http_request', {
       request_id: call.requestId,
       method: request.method,
       route,

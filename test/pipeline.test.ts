@@ -217,8 +217,13 @@ describe('request log', () => {
     const id = res.headers.get('x-request-id');
     const lines = s.logs.filter((l) => l.event === 'http_request' && l.request_id === id);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ method: 'GET', route: '/api/v1/health', status: 200, level: 'info' });
+    // Probes are frequent: their lines are `debug`, every other request's `info`.
+    expect(lines[0]).toMatchObject({ method: 'GET', route: '/api/v1/health', status: 200, level: 'debug' });
     expect(typeof lines[0]!.duration_ms).toBe('number');
+    expect(JSON.stringify(s.logs)).not.toContain(secret);
+    const other = await s.call('GET', '/nowhere', { token: secret });
+    const otherLine = s.logs.find((l) => l.event === 'http_request' && l.request_id === other.headers.get('x-request-id'));
+    expect(otherLine).toMatchObject({ status: 404, level: 'info' });
     expect(JSON.stringify(s.logs)).not.toContain(secret);
   });
 });
