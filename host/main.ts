@@ -9,7 +9,9 @@ import { MatchVm } from '../runtime/lua/match';
 import type { OperatorModes } from '../runtime/lua/api';
 import { loadGameDirectory, type LoadedGame } from './game';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { bootBanner } from './banner';
 import path from 'node:path';
 import { lockDataDir } from './data-dir-lock';
 
@@ -27,6 +29,16 @@ async function initialiseDataDir(dir: string, log: ReturnType<typeof jsonLogger>
 }
 
 const INIT_FLAG = '--initialise-data-dir';
+
+/** The version in the package.json beside dist/ (or the sources). */
+function packageVersion(): string {
+  try {
+    const file = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'package.json');
+    return String(JSON.parse(readFileSync(file, 'utf8')).version ?? 'unknown');
+  } catch {
+    return 'unknown';
+  }
+}
 
 /** CLI entry of dist/host.mjs: `npm start`, `npm run migrate`. */
 async function main(): Promise<void> {
@@ -116,6 +128,17 @@ async function main(): Promise<void> {
   log.info('listening', { port: running.port, host: config.host, database: database.kind, game_dir: config.gameDir });
   // After the game directory is loaded: a script declaration narrows an unset operator posture.
   log.info('registration_mode', effectiveRegistration(running.ctx));
+  process.stderr.write(
+    bootBanner({
+      version: packageVersion(),
+      url: `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${running.port}`,
+      configFile: config.configFile,
+      database: config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl } : { kind: 'embedded', dataDir: config.dataDir },
+      gameDir: config.gameDir,
+      game: game.info,
+      ctx: running.ctx,
+    }),
+  );
 
   let stopping = false;
   const stop = (signal: string) => {
