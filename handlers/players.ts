@@ -1,7 +1,8 @@
-import { ApiError, rateLimited } from '../runtime/errors';
-import { eraseSelf, getPlayer, updatePlayer } from '../runtime/players';
+import { ApiError, missingField, rateLimited } from '../runtime/errors';
+import { eraseSelf, findPlayersByUsername, getPlayer, updatePlayer } from '../runtime/players';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
+import { queryParam } from './pagination';
 
 /** Player profiles and self-erasure (spec 4.2, rest-payloads 2). */
 export const playerRoutes: Route[] = [
@@ -15,6 +16,26 @@ export const playerRoutes: Route[] = [
       if (!decision.ok) throw rateLimited(decision.retryAfterMs);
       await eraseSelf(ctx, playerId, await readJsonObject(request));
       return json({ deleted: true });
+    },
+  },
+  {
+    // Before `/players/:id`, which would read `me` as an id.
+    method: 'GET',
+    path: '/api/v1/players/me',
+    handler: async (_request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      return json(await getPlayer(ctx, playerId));
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/players',
+    handler: async (request, ctx, call) => {
+      requirePlayer(call);
+      const username = queryParam(request.query, 'username');
+      if (username === null || username === '') throw missingField('username');
+      if (username.length > 255) return json({ players: [] });
+      return json(await findPlayersByUsername(ctx, username));
     },
   },
   {

@@ -44,6 +44,16 @@ export async function getPlayer(ctx: Pick<Ctx, 'db'>, id: string): Promise<Playe
 }
 
 /**
+ * Exact-username lookup, so a client can find a friend without passing ids
+ * around by hand (decision 0015). A list, empty when nobody has that name, so
+ * the shape can grow into a search without breaking clients.
+ */
+export async function findPlayersByUsername(ctx: Pick<Ctx, 'db'>, username: string): Promise<{ players: PlayerView[] }> {
+  const rows = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('username', '=', username).limit(1).execute();
+  return { players: rows.map(view) };
+}
+
+/**
  * Applies the recognised keys of a profile update (`display_name`,
  * `avatar_url`, `metadata`); other keys are ignored and omitted ones stay.
  * Any invalid value fails the whole update (422 with the `errors` key).

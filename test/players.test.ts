@@ -40,6 +40,29 @@ describe('GET /players/:id', () => {
   });
 });
 
+describe('GET /players/me and GET /players?username=', () => {
+  it('answers the caller\'s own profile', async () => {
+    const res = await s.call('GET', '/api/v1/players/me', { token: alice.access_token });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual((await get(alice.player_id, alice.access_token)).body);
+    expectError(await s.call('GET', '/api/v1/players/me'), 401, 'unauthenticated');
+  });
+
+  it('finds a player by exact username, as a list that is empty when nobody has it', async () => {
+    const found = await s.call('GET', `/api/v1/players?username=${encodeURIComponent(bob.username)}`, { token: alice.access_token });
+    expect(found.status).toBe(200);
+    expect(found.body).toEqual({ players: [(await get(bob.player_id, alice.access_token)).body] });
+    // Exact: another case or a prefix is somebody else.
+    for (const other of [bob.username.toUpperCase(), bob.username.slice(0, -1), '%', 'x'.repeat(300)]) {
+      const res = await s.call('GET', `/api/v1/players?username=${encodeURIComponent(other)}`, { token: alice.access_token });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ players: [] });
+    }
+    expectError(await s.call('GET', '/api/v1/players', { token: alice.access_token }), 400, 'missing_field');
+    expectError(await s.call('GET', `/api/v1/players?username=${bob.username}`), 401, 'unauthenticated');
+  });
+});
+
 describe('PUT /players/:id', () => {
   it('updates the recognised keys, ignores the rest and leaves omitted keys alone', async () => {
     const res = await put(alice.player_id, alice.access_token, {
