@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Principal, TokenResolver } from '../runtime/context';
 import { hashToken, MAX_TOKEN_LENGTH, type ResolvedAccess } from '../runtime/tokens';
 
@@ -29,15 +30,22 @@ interface Entry {
  * cached (the epoch check), so the next request re-reads the database.
  */
 export class TokenCache implements TokenResolver {
-  readonly #entries = new Map<string, Entry>();
+  /**
+   * Least recently used goes first when full: a flood of distinct garbage
+   * tokens then displaces each other, not the entries of players who keep
+   * making requests (insertion order would evict those too).
+   */
+  readonly #entries: LRUCache<string, Entry>;
   readonly #byPlayer = new Map<string, Set<string>>();
   #epoch = 0;
   readonly #negativeTtlMs: number;
-  readonly #maxEntries: number;
 
   constructor(private readonly options: TokenCacheOptions) {
     this.#negativeTtlMs = Math.min(options.negativeTtlMs ?? 5000, options.ttlMs);
-    this.#maxEntries = options.maxEntries ?? 100_000;
+    this.#entries = new LRUCache<string, Entry>({
+      max: options.maxEntries ?? 100_000,
+      dispose: (entry, key) => this.#unindex(key, entry),
+    });
   }
 
   async resolve(accessToken: string): Promise<Principal | null> {
@@ -68,7 +76,7 @@ export class TokenCache implements TokenResolver {
     this.#epoch++;
     const keys = this.#byPlayer.get(playerId);
     if (!keys) return;
-    for (const key of keys) this.#entries.delete(key);
+    for (const key of [...keys]) this.#entries.delete(key);
     this.#byPlayer.delete(playerId);
   }
 
@@ -77,12 +85,6 @@ export class TokenCache implements TokenResolver {
   }
 
   #store(key: string, entry: Entry): void {
-    this.#drop(key);
-    if (this.#entries.size >= this.#maxEntries) {
-      // Oldest insertion first: Map iteration order.
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#drop(oldest);
-    }
     this.#entries.set(key, entry);
     if (entry.principal) {
       let keys = this.#byPlayer.get(entry.principal.playerId);
@@ -92,13 +94,14 @@ export class TokenCache implements TokenResolver {
   }
 
   #drop(key: string): void {
-    const entry = this.#entries.get(key);
-    if (!entry) return;
     this.#entries.delete(key);
-    if (entry.principal) {
-      const keys = this.#byPlayer.get(entry.principal.playerId);
-      keys?.delete(key);
-      if (keys?.size === 0) this.#byPlayer.delete(entry.principal.playerId);
-    }
+  }
+
+  /** Runs for every entry that leaves the cache: replaced, deleted or evicted. */
+  #unindex(key: string, entry: Entry): void {
+    if (!entry.principal) return;
+    const keys = this.#byPlayer.get(entry.principal.playerId);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#byPlayer.delete(entry.principal.playerId);
   }
 }

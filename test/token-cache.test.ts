@@ -112,9 +112,35 @@ describe('TokenCache', () => {
     expect(h.lookups()).toBe(2);
   });
 
-  it('stays within its size bound, dropping the oldest entries first', async () => {
+  it('stays within its size bound, dropping the least recently used first', async () => {
     const cache = new TokenCache({ now: () => 0, ttlMs: 60_000, maxEntries: 3, lookup: async () => null });
     for (const t of ['a', 'b', 'c', 'd']) await cache.resolve(t);
     expect(cache.size).toBe(3);
+  });
+
+  it('keeps a player who keeps making requests through a flood of distinct garbage tokens', async () => {
+    let lookups = 0;
+    const cache = new TokenCache({
+      now: () => 0,
+      ttlMs: 60_000,
+      maxEntries: 100,
+      lookup: async (hash) => {
+        lookups++;
+        return hash === realHash ? { principal: { playerId: 'p1', tokenId: 't1' }, expiresAt: 1e12 } : null;
+      },
+    });
+    const realHash = await hashToken('real');
+    await cache.resolve('real');
+    for (let i = 0; i < 1000; i++) {
+      await cache.resolve(`garbage-${i}`);
+      if (i % 50 === 0) expect(await cache.resolve('real')).toEqual({ playerId: 'p1', tokenId: 't1' });
+    }
+    // One lookup for the real token, one per garbage token; the real one never fell out.
+    expect(lookups).toBe(1 + 1000);
+    expect(cache.size).toBe(100);
+    // Evicted garbage left no trace in the per-player index: evicting the player still works.
+    cache.evictPlayer('p1');
+    await cache.resolve('real');
+    expect(lookups).toBe(1002);
   });
 });
