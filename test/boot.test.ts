@@ -1,51 +1,21 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startHost, type HostProcess } from '../bench/_host-process';
 
 // The production entry (dist/host.mjs, built by `npm test` before the suite) as
 // `npm start` runs it: real processes, real exit codes.
-const root = path.resolve(__dirname, '..');
-const running: ChildProcess[] = [];
+const running: HostProcess[] = [];
 afterEach(async () => {
-  for (const p of running.splice(0)) {
-    if (p.exitCode === null && p.signalCode === null) {
-      p.kill('SIGKILL');
-      await new Promise((r) => p.once('exit', r));
-    }
-  }
+  for (const h of running.splice(0)) await h.stop(1000);
 });
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-interface Host {
-  proc: ChildProcess;
-  port: number;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-async function host(env: Record<string, string>): Promise<Host> {
-  const port = await freePort();
-  const { DATABASE_URL: _omit, ...base } = process.env;
-  const proc = spawn(process.execPath, ['dist/host.mjs'], {
-    cwd: root,
-    env: { ...base, PORT: String(port), HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  running.push(proc);
-  let err = '';
-  proc.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
-  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-  return { proc, port, stderr: () => err, exited };
+async function host(env: Record<string, string>): Promise<HostProcess> {
+  const h = await startHost(env);
+  running.push(h);
+  return h;
 }
 
 async function until<T>(what: () => Promise<T | undefined>, withinMs: number): Promise<T> {
@@ -58,13 +28,13 @@ async function until<T>(what: () => Promise<T | undefined>, withinMs: number): P
   }
 }
 
-const status = (h: Host, p: string) => fetch(`http://127.0.0.1:${h.port}${p}`).then(async (r) => ({ status: r.status, body: await r.json() }));
+const status = (h: HostProcess, p: string) => fetch(`${h.url}${p}`).then(async (r) => ({ status: r.status, body: await r.json() }));
 
 describe('boot of the production host', () => {
   it('refuses a second process on the same embedded data directory, naming it and the holder', async () => {
     const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-lock-')), 'data');
     const first = await host({ SVC_DATA_DIR: dir });
-    await until(async () => ((await status(first, '/api/v1/health/ready')).status === 200 ? true : undefined), 60_000);
+    await first.ready(60_000);
 
     const second = await host({ SVC_DATA_DIR: dir });
     expect(await second.exited).toBe(2);
@@ -77,17 +47,17 @@ describe('boot of the production host', () => {
     first.proc.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     const third = await host({ SVC_DATA_DIR: dir });
-    await until(async () => ((await status(third, '/api/v1/health/ready')).status === 200 ? true : undefined), 60_000);
+    await third.ready(60_000);
   }, 150_000);
 
   it('takes over a lock whose holder is gone (a crash or a kill)', async () => {
     const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-lock-')), 'data');
     const first = await host({ SVC_DATA_DIR: dir });
-    await until(async () => ((await status(first, '/api/v1/health/ready')).status === 200 ? true : undefined), 60_000);
+    await first.ready(60_000);
     first.proc.kill('SIGKILL');
     await first.exited;
     const next = await host({ SVC_DATA_DIR: dir });
-    await until(async () => ((await status(next, '/api/v1/health/ready')).status === 200 ? true : undefined), 60_000);
+    await next.ready(60_000);
   }, 150_000);
 
   it('refuses a port in use in one line with exit 2', async () => {

@@ -8,17 +8,15 @@
 // relaying, as a dead host or a dropping partition does), then heals. Prints requests by status, the
 // longest request, time to ready after the restore, and acknowledged writes
 // lost or duplicated (both must be 0), and checks the node never exited.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { TcpProxy } from '../../test/support/tcp-proxy';
+import { root, startHost } from '../_host-process';
 import { auditAcked, startWriters } from '../../test/support/writers';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
@@ -31,14 +29,6 @@ const MODE = modeAt >= 0 ? process.argv[modeAt + 1] : 'reset';
 if (MODE !== 'reset' && MODE !== 'blackhole') throw new Error(`--mode: reset or blackhole, not ${MODE}`);
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 async function main(): Promise<void> {
   const built = spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: root, stdio: 'inherit' });
@@ -56,38 +46,11 @@ async function main(): Promise<void> {
   const config = path.join(dir, 'settings.json');
   // Setup registers the writers from one address; the soak measures outages, not the register bucket.
   writeFileSync(config, JSON.stringify({ rate_limits: { register: { limit: 1000, window: 1000 } }, log_level: 'warn' }));
-  const port = await freePort();
-  const host = spawn(process.execPath, ['dist/host.mjs'], {
-    cwd: root,
-    env: { ...process.env, DATABASE_URL: nodeUrl.toString(), PORT: String(port), HOST: '127.0.0.1', SVC_CONFIG: config },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const warnings = new Map<string, number>();
-  host.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    for (const line of chunk.split('\n')) {
-      if (!line) continue;
-      try {
-        const event = JSON.parse(line).event as string;
-        warnings.set(event, (warnings.get(event) ?? 0) + 1);
-      } catch {
-        /* not a log line */
-      }
-    }
-  });
-  let exited: string | null = null;
-  host.on('exit', (code, signal) => (exited = `exit ${code ?? signal}`));
-  const base = `http://127.0.0.1:${port}`;
+  const host = await startHost({ DATABASE_URL: nodeUrl.toString(), SVC_CONFIG: config });
+  const base = host.url;
 
   try {
-    const ready = async (withinMs: number) => {
-      const started = Date.now();
-      for (;;) {
-        const res = await fetch(`${base}/api/v1/health/ready`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
-        if (res?.status === 200) return Date.now() - started;
-        if (Date.now() - started > withinMs) throw new Error(`not ready after ${withinMs} ms`);
-        await sleep(20);
-      }
-    };
+    const ready = (withinMs: number) => host.ready(withinMs);
     await ready(30_000);
     const register = async (i: number) => {
       const res = await fetch(`${base}/api/v1/auth/register`, {
@@ -141,17 +104,16 @@ async function main(): Promise<void> {
       ['acknowledged writes', String(stats.acked.length)],
       ['acknowledged writes lost', String(audit.lost.length)],
       ['acknowledged writes duplicated', String(audit.duplicated.length)],
-      ['node process', exited ?? 'still running'],
+      ['node process', host.proc.exitCode === null && host.proc.signalCode === null ? 'still running' : 'EXITED'],
     ];
     const width = Math.max(...rows.map(([k]) => k.length));
     console.log('\ndb-outage soak');
     for (const [k, v] of rows) console.log(`${k.padEnd(width)}  ${v}`);
-    const events = [...warnings].filter(([e]) => e.startsWith('database') || e.startsWith('migrations'));
+    const events = [...host.events].filter(([e]) => e.startsWith('database') || e.startsWith('migrations'));
     if (events.length) console.log(`\nnode log events: ${events.map(([e, n]) => `${e} ×${n}`).join(', ')}`);
-    if (audit.lost.length || audit.duplicated.length || exited) process.exitCode = 1;
+    if (audit.lost.length || audit.duplicated.length || host.proc.exitCode !== null) process.exitCode = 1;
   } finally {
-    host.kill('SIGTERM');
-    await new Promise((r) => (host.exitCode !== null ? r(null) : host.once('exit', r)));
+    await host.stop();
     await proxy.close();
     await admin.query(`drop schema if exists ${schema} cascade`);
     await admin.end();
