@@ -218,7 +218,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
  * for at most `db_boot_timeout_ms`. Any other failure is final at once.
  */
 async function migrateWhenReachable(options: ServerOptions, db: Ctx['db'], log: Logger, stop: AbortSignal): Promise<string[]> {
-  const migrate = options.migrate ?? migrateToLatest;
+  const migrate = options.migrate ?? ((target: Ctx['db']) => migrateToLatest(target, (step) => log.info('migration_applied', { name: step.name, ms: step.ms })));
   const giveUpAt = Date.now() + options.settings.db_boot_timeout_ms;
   for (let attempt = 0; ; attempt++) {
     const handle = options.database.unbounded?.();
