@@ -9,7 +9,7 @@ import type { MatchServices, ModeInfo, ScriptSource } from '../runtime/lua/api';
 
 const services: MatchServices = {
   log: silentLogger,
-  limits: { take: () => ({ ok: true, retryAfterMs: 0 }) },
+  limits: { take: () => ({ ok: true, retryAfterMs: 0 }), check: () => ({ ok: true, retryAfterMs: 0 }) },
   clock: { now: Date.now },
   ids: uuidv7Source(),
   broadcast() {},

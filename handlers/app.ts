@@ -64,7 +64,7 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
         if (call.bearer) call.principal = await ctx.auth.resolve(call.bearer);
 
         const group = rateGroup(request.method, path);
-        const decision = ctx.limits.take(group, call.principal ? `p:${call.principal.playerId}` : `ip:${call.ip}`);
+        const decision = ctx.limits.take(group, rateKey(group, call));
         if (!decision.ok) throw rateLimited(decision.retryAfterMs);
 
         const routed = await dispatch(request as ApiRequest, path, ctx, call);
@@ -150,6 +150,17 @@ export function rateGroup(method: string, path: string): RateLimitGroup {
   if (path.startsWith('/api/v1/auth/') || (path === '/console/session' && method === 'POST')) return 'auth';
   if (path.startsWith('/api/v1/iap/')) return 'iap';
   return 'api';
+}
+
+/**
+ * Whose bucket a request spends. Signed-in calls spend their player's bucket,
+ * except on the routes that never need a token (register, sign-in): there a
+ * bearer would buy an attacker a fresh bucket per token it owns, so those are
+ * always keyed on the client address.
+ */
+function rateKey(group: RateLimitGroup, call: Call): string {
+  if (call.principal && group !== 'register' && group !== 'auth') return `p:${call.principal.playerId}`;
+  return `ip:${call.ip}`;
 }
 
 /** The path of an absolute URL, without parsing the whole URL (the router parses it once). */

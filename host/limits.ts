@@ -34,6 +34,14 @@ export class FixedWindowLimiter implements RateLimiter {
     return { ok: true, retryAfterMs: 0 };
   }
 
+  check(group: RateLimitGroup, key: string): RateDecision {
+    const rule = this.rules[group];
+    const now = this.now();
+    const w = this.#windows.get(`${group}\u0000${key}`);
+    if (!w || now - w.start >= rule.window || w.count < rule.limit) return { ok: true, retryAfterMs: 0 };
+    return { ok: false, retryAfterMs: w.start + rule.window - now };
+  }
+
   sweep(): void {
     const now = this.now();
     for (const [id, w] of this.#windows) {

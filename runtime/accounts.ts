@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Ctx } from './context';
 import { isUniqueViolation, jsonb } from './database';
 import { registerErasable } from './erasure';
-import { ApiError, validationFailed } from './errors';
+import { ApiError, rateLimited, validationFailed } from './errors';
 import { assertRegistrationAllowed } from './registration';
 import type { Database } from './schema';
 import { issueTokenPair, type TokenPair } from './tokens';
@@ -129,6 +129,10 @@ export async function registerWithPassword(ctx: Ctx, input: PasswordRegistration
  * key derivation, so neither status nor timing tells which it was.
  */
 export async function loginWithPassword(ctx: Ctx, username: string, password: string): Promise<SignIn> {
+  // Refused before the derivation, whether or not the account exists, so the
+  // limit neither reveals accounts nor lets a locked account be probed.
+  const failures = ctx.limits.check('login_failures', username);
+  if (!failures.ok) throw rateLimited(failures.retryAfterMs);
   let player: { id: string; username: string; hashed_password: string | null; banned_at: Date | null } | undefined;
   const matches = await ctx.passwords.verify(password, async () => {
     player = await ctx.db
@@ -139,6 +143,7 @@ export async function loginWithPassword(ctx: Ctx, username: string, password: st
     return player?.hashed_password ?? null;
   });
   if (!player || !matches || player.banned_at !== null) {
+    ctx.limits.take('login_failures', username);
     throw new ApiError('auth.invalid_credentials', 'Wrong username or password.');
   }
   const { id, username: name } = player;

@@ -124,6 +124,11 @@ export interface RateDecision {
 export interface RateLimiter {
   /** Spends one token of `group` for `key`. */
   take(group: RateLimitGroup, key: string): RateDecision;
+  /**
+   * Whether `group` would admit `key` now, without spending: for buckets
+   * that count only failures, checked before the work and spent after it fails.
+   */
+  check(group: RateLimitGroup, key: string): RateDecision;
 }
 
 export const systemClock: Clock = { now: () => Date.now() };

@@ -21,6 +21,7 @@ export const RATE_LIMIT_GROUPS = [
   'log',
   'log_global',
   'erase',
+  'login_failures',
 ] as const;
 export type RateLimitGroup = (typeof RATE_LIMIT_GROUPS)[number];
 
@@ -45,6 +46,10 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
   log: { limit: 20, window: 1000 },
   log_global: { limit: 200, window: 1000 },
   erase: { limit: 3, window: 60_000 },
+  // Failed password logins per account, whatever address they come from
+  // (docs/decisions/0016): a botnet gets 10 guesses per 5 minutes on one
+  // account, and the real owner waits at most 5 minutes.
+  login_failures: { limit: 10, window: 300_000 },
 };
 
 export type RegistrationMode = 'open' | 'oauth_only' | 'closed';

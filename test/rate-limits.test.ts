@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { FixedWindowLimiter } from '../host/limits';
 import { DEFAULT_RATE_LIMITS } from '../runtime/settings';
 import { startTestServer, type TestServer } from './support/server';
+import { expectError, registerPlayer } from './support/accounts';
 
 const servers: TestServer[] = [];
 afterAll(async () => {
@@ -110,5 +111,58 @@ describe('bucket keys', () => {
     expect((await s.call('GET', '/api/v1/health')).status).toBe(429);
     // An invalid token falls back to the address, so it cannot buy a fresh bucket.
     expect((await s.call('GET', '/api/v1/health', { token: 'not-a-real-token' })).status).toBe(429);
+  });
+});
+
+describe('sign-in buckets', () => {
+  it('keys register and auth on the address even when a valid Bearer token comes along', async () => {
+    const s = await server({ rate_limits: { auth: { limit: 3, window: 60_000 }, register: { limit: 3, window: 60_000 } } });
+    const tokens: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await s.call('POST', '/api/v1/auth/register', { body: { username: `rot_${i}_${Date.now() % 100000}`, password: 'password-rot' }, token: tokens[i - 1] });
+      expect(res.status).toBe(200);
+      tokens.push(res.body.access_token);
+    }
+    // Each registration minted a token; rotating them buys no fresh register bucket.
+    for (const token of tokens) {
+      expectError(await s.call('POST', '/api/v1/auth/register', { body: { username: `rot_x_${Date.now() % 100000}`, password: 'password-rot' }, token }), 429, 'rate_limited');
+    }
+    for (let i = 0; i < 3; i++) {
+      expect((await s.call('POST', '/api/v1/auth/login', { body: { username: 'nobody_here', password: 'wrong-guess' }, token: tokens[i] })).status).toBe(401);
+    }
+    for (const token of tokens) {
+      expectError(await s.call('POST', '/api/v1/auth/login', { body: { username: 'nobody_here', password: 'wrong-guess' }, token }), 429, 'rate_limited');
+    }
+    // The players' own buckets still serve their ordinary calls.
+    expect((await s.call('GET', '/api/v1/players/me', { token: tokens[0] })).status).toBe(200);
+  });
+
+  it('slows guesses on one account from any address, for that account only, and for at most one window', async () => {
+    let now = Date.now();
+    const s = await startTestServer({ rate_limits: { login_failures: { limit: 3, window: 60_000 } } }, { clock: { now: () => now } });
+    servers.push(s);
+    const victim = await registerPlayer(s);
+    const other = await registerPlayer(s);
+    const login = (username: string, password: string, ip: string) =>
+      s.call('POST', '/api/v1/auth/login', { body: { username, password }, headers: { 'x-forwarded-for': ip } });
+    // Addresses differ (a botnet); the server trusts no proxy here, so they do not even matter.
+    for (let i = 0; i < 3; i++) expectError(await login(victim.username, `guess-${i}-wrong`, `198.51.100.${i}`), 401, 'auth.invalid_credentials');
+    const locked = await login(victim.username, victim.password, '198.51.100.9');
+    expectError(locked, 429, 'rate_limited');
+    expect(locked.body.error.details.retry_after).toBe(60);
+    // Another account is untouched, and so is a success on it.
+    expect((await login(other.username, other.password, '198.51.100.9')).status).toBe(200);
+    // An unknown username is limited the same way, so the limit reveals no account.
+    for (let i = 0; i < 3; i++) expectError(await login('no_such_player', 'guess-wrong', '198.51.100.7'), 401, 'auth.invalid_credentials');
+    expectError(await login('no_such_player', 'guess-wrong', '198.51.100.7'), 429, 'rate_limited');
+    // Once the window has passed, the owner signs in.
+    now += 60_001;
+    expect((await login(victim.username, victim.password, '198.51.100.9')).status).toBe(200);
+  });
+
+  it('does not count successful sign-ins', async () => {
+    const s = await server({ rate_limits: { login_failures: { limit: 2, window: 60_000 } } });
+    const p = await registerPlayer(s);
+    for (let i = 0; i < 5; i++) expect((await s.call('POST', '/api/v1/auth/login', { body: { username: p.username, password: p.password } })).status).toBe(200);
   });
 });
