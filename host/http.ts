@@ -29,15 +29,15 @@ export function nodeHandler(options: AdapterOptions) {
 
     const declared = req.headers['content-length'];
     const chunked = req.headers['transfer-encoding'] !== undefined;
-    if (declared === undefined && chunked) return refuse(res, new ApiError('length_required'), requestId);
+    if (declared === undefined && chunked) return refuse(req, res, new ApiError('length_required'), requestId);
     const length = declared === undefined ? 0 : Number(declared);
-    if (!Number.isSafeInteger(length) || length < 0) return refuse(res, new ApiError('length_required'), requestId);
-    if (length > MAX_BODY_BYTES) return refuse(res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+    if (!Number.isSafeInteger(length) || length < 0) return refuse(req, res, new ApiError('length_required'), requestId);
+    if (length > MAX_BODY_BYTES) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
 
     let body: Buffer | null = null;
     if (length > 0) {
       body = await readBody(req, length);
-      if (body === null) return refuse(res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+      if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
     }
 
     const url = `${secure ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
@@ -78,16 +78,48 @@ class NodeHeaders implements HeaderReader {
   }
 }
 
-/** Answers a body-rule failure without reading the body, then drops the connection. */
-function refuse(res: ServerResponse, err: ApiError, requestId: string): void {
+/**
+ * After a refused body, how much more of it the node reads (and discards) and
+ * for how long, before it gives up on the client and drops the connection.
+ */
+const DRAIN_BYTES = 8 * MAX_BODY_BYTES;
+const DRAIN_MS = 10_000;
+
+/**
+ * Answers a body-rule failure without buffering the body, then closes the
+ * connection once the client has finished sending. Closing while the upload
+ * is still arriving makes the kernel reset the connection, and a reset can
+ * destroy the answer in the client's buffers before it reads it: the client
+ * would see a broken pipe instead of the 413. So the rest of the body is read
+ * and discarded, within bounds, and the close is a graceful one.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string): void {
+  const socket = req.socket;
+  let drained = 0;
+  const giveUp = () => socket.destroy();
+  const timer = setTimeout(giveUp, DRAIN_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.byteLength;
+    if (drained > DRAIN_BYTES) giveUp();
+  });
+  req.on('end', () => {
+    clearTimeout(timer);
+    // Once the answer is out: a FIN after everything the client sent was read.
+    if (res.writableFinished) socket.end();
+    else res.once('finish', () => socket.end());
+  });
+  socket.once('close', () => clearTimeout(timer));
+  req.resume();
   const payload = JSON.stringify(err.body());
+  // No `connection: close` header: node would then destroy the socket as soon
+  // as the answer is written, body still arriving. The FIN above closes it.
   res.writeHead(err.status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(payload)),
     'x-request-id': requestId,
     'x-content-type-options': 'nosniff',
     'cache-control': 'no-store',
-    connection: 'close',
   });
   res.end(payload);
 }

@@ -169,9 +169,9 @@ export class Matchmaker implements LiveMatchmaker {
     if (!isPlainObject(p) || !('ticket_id' in p)) throw new FrameError(isPlainObject(p) || !frame.hasPayload ? 'unknown_type' : 'invalid_payload');
     if (typeof p.ticket_id !== 'string') throw new FrameError('invalid_payload');
     const t = this.#tickets.get(p.ticket_id);
-    // Over the socket an unknown ticket is `not_found` (wire-protocol 16.6); REST says 404.
-    if (!t) throw new FrameError('not_found', { frameType: 'matchmaker.remove', message: 'No such ticket on this node.' });
-    if (t.playerId !== session.playerId) throw new FrameError('not_owner', { frameType: 'matchmaker.remove' });
+    // Another player's ticket answers exactly as an unknown one, so a ticket
+    // id's existence does not leak (docs/decisions/0017).
+    if (!t || t.playerId !== session.playerId) throw new FrameError('not_found', { frameType: 'matchmaker.remove', message: 'No such ticket on this node.' });
     this.#drop(t);
     return { type: 'matchmaker.removed', payload: { success: true } };
   }
@@ -185,8 +185,8 @@ export class Matchmaker implements LiveMatchmaker {
 
   #owned(playerId: string, ticketId: string): Ticket {
     const t = this.#tickets.get(ticketId);
-    if (!t) throw new ApiError('matchmaker.ticket_not_found', 'No such ticket on this node.');
-    if (t.playerId !== playerId) throw new ApiError('forbidden', 'That ticket belongs to another player.');
+    // Another player's ticket answers as an unknown one (docs/decisions/0017).
+    if (!t || t.playerId !== playerId) throw new ApiError('matchmaker.ticket_not_found', 'No such ticket on this node.');
     return t;
   }
 

@@ -197,6 +197,13 @@ export async function updateGroup(ctx: Ctx, caller: string, id: string, body: Re
   return ctx.db.transaction().execute(async (trx) => {
     await requireActor(trx, id, caller, ROLE_RANK.admin);
     await lockGroup(trx, id);
+    // Under the group lock, so no join can slip in between the count and the update.
+    if (fields.max_members !== undefined) {
+      const members = await memberCount(trx, id);
+      if (fields.max_members < members) {
+        throw validationFailed('errors', { max_members: [`must be at least the current member count (${members})`] });
+      }
+    }
     const row = await trx
       .updateTable('groups')
       .set({ ...fields, updated_at: new Date(ctx.clock.now()) })

@@ -162,7 +162,7 @@ export interface MatchmakerSample {
 export interface LiveMatchmaker {
   /** Throws `matchmaker.unknown_mode` / `matchmaker.queue_full`. */
   add(playerId: string, mode: string, properties: Record<string, unknown>): MatchmakerQueued;
-  /** Throws `matchmaker.ticket_not_found` (404) or `forbidden` (another player's ticket). */
+  /** Throws `matchmaker.ticket_not_found` (404), for another player's ticket too. */
   get(playerId: string, ticketId: string): MatchmakerTicketView;
   remove(playerId: string, ticketId: string): void;
   /** The latest per-mode sample; never touches the queue. */

@@ -66,6 +66,36 @@ describe('create, get, update', () => {
   });
 });
 
+describe('max_members', () => {
+  it('cannot be set below the current member count, and the group stays as it was', async () => {
+    const [owner, a, b] = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];
+    const id = (await create(owner, { name: 'Trio', open: true, max_members: 5 })).body.id;
+    for (const p of [a, b]) expect((await join(p, id)).status).toBe(200);
+    const put = (max: number) => s.call('PUT', `/api/v1/groups/${id}`, { token: owner.access_token, body: { max_members: max, name: 'Renamed' } });
+    const refused = await put(2);
+    expectError(refused, 422, 'validation_failed');
+    expect(refused.body.errors.max_members).toHaveLength(1);
+    expect(refused.body.error.details.errors.max_members).toEqual(refused.body.errors.max_members);
+    expect((await s.call('GET', `/api/v1/groups/${id}`, { token: owner.access_token })).body).toMatchObject({ name: 'Trio', max_members: 5 });
+    // Exactly the current size is allowed: the group is then full.
+    expect((await put(3)).body).toMatchObject({ name: 'Renamed', max_members: 3 });
+    expectError(await join(await registerPlayer(s), id), 409, 'social.group_full');
+  });
+});
+
+describe('member lists', () => {
+  it('are readable without membership, closed groups included, while room chat history is not', async () => {
+    const [owner, outsider] = [await registerPlayer(s), await registerPlayer(s)];
+    const id = (await create(owner, { name: 'Closed doors' })).body.id;
+    expect((await s.call('GET', `/api/v1/groups/${id}`, { token: owner.access_token })).body.open).toBe(false);
+    const listed = await members(outsider, id);
+    expect(listed.status).toBe(200);
+    expect(listed.body.members).toMatchObject([{ player_id: owner.player_id, role: 'owner' }]);
+    const history = await s.call('GET', `/api/v1/chat/${encodeURIComponent(`room:${id}`)}/history`, { token: outsider.access_token });
+    expect(history.status).toBe(403);
+  });
+});
+
 describe('joining and leaving', () => {
   it('joins an open group at once, refuses a second join and a full group', async () => {
     const [owner, a, b] = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];

@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readJsonObject } from '../handlers/body';
 import { json, type Route } from '../handlers/http';
@@ -154,6 +155,33 @@ describe('body rules', () => {
     const body = objectOfSize(MiB + 1);
     const res = await raw('POST', '/api/v1/test/echo', { headers: { 'content-type': 'application/json', 'content-length': MiB + 1 }, body });
     expectError(res, 413, 'payload_too_large');
+  });
+
+  it('lets a client finish an oversized upload and read its 413, then closes gracefully', async () => {
+    const size = 4 * MiB;
+    const outcome = await new Promise<{ response: string; error: string | null; ended: boolean }>((resolve) => {
+      const socket = connect(s.port, '127.0.0.1');
+      let response = '';
+      let error: string | null = null;
+      let ended = false;
+      socket.setEncoding('utf8');
+      socket.on('data', (d: string) => (response += d));
+      socket.on('end', () => (ended = true));
+      socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
+      socket.on('close', () => resolve({ response, error, ended }));
+      socket.on('connect', async () => {
+        socket.write(`POST /api/v1/test/echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${size}\r\n\r\n`);
+        const chunk = Buffer.alloc(64 * 1024, 0x20);
+        for (let sent = 0; sent < size && !socket.destroyed; sent += chunk.byteLength) {
+          if (!socket.write(chunk)) await new Promise((r) => socket.once('drain', r));
+        }
+      });
+    });
+    expect(outcome.error).toBeNull();
+    expect(outcome.ended).toBe(true);
+    expect(outcome.response.startsWith('HTTP/1.1 413')).toBe(true);
+    const body = JSON.parse(outcome.response.slice(outcome.response.indexOf('\r\n\r\n') + 4));
+    expect(body.error.code).toBe('payload_too_large');
   });
 
   it('refuses a body that outgrows a lying Content-Length', async () => {
