@@ -77,12 +77,13 @@ describe('boot of the production host', () => {
   it('waits for an unreachable database with liveness up and readiness giving the reason, then exits 1 in one line', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-boot-'));
     const config = path.join(dir, 'settings.json');
-    writeFileSync(config, JSON.stringify({ db_boot_timeout_ms: 4000, db_connect_timeout_ms: 500 }));
+    // Generous: a loaded machine takes seconds to start a node process, and the probe must see it before it exits.
+    writeFileSync(config, JSON.stringify({ db_boot_timeout_ms: 8000, db_connect_timeout_ms: 500 }));
     const h = await host({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test', SVC_CONFIG: config });
     const ready = await until(async () => {
       const r = await status(h, '/api/v1/health/ready');
       return r.body?.error?.details?.reason ? r : undefined;
-    }, 3000);
+    }, 7000);
     expect(ready.status).toBe(503);
     expect(ready.body.error).toMatchObject({ code: 'not_ready', details: { reason: 'database_unavailable' } });
     expect((await status(h, '/api/v1/health')).status).toBe(200);
@@ -91,7 +92,7 @@ describe('boot of the production host', () => {
     const lines = h.stderr().trim().split('\n');
     expect(lines[0]).toMatch(/^svc .* listening on http:\/\/127\.0\.0\.1:\d+/);
     expect(lines.filter((l) => l.startsWith('svc: '))).toHaveLength(1);
-    expect(lines.at(-1)).toMatch(/^svc: not ready: the database was unreachable for 4000 ms at boot \(database_unavailable/);
+    expect(lines.at(-1)).toMatch(/^svc: not ready: the database was unreachable for 8000 ms at boot \(database_unavailable/);
     expect(h.stderr()).not.toMatch(/^\s+at /m);
   }, 30_000);
 });
