@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { parseSettings, SettingsError, type Settings, type SettingsNotice } from '../runtime/settings';
+import { parseSettings, SettingsError, settingsProblems, type Settings, type SettingsNotice } from '../runtime/settings';
 
 /** Deployment basics from the environment; operator settings from one JSON file. */
 export interface HostConfig {
@@ -71,10 +71,7 @@ export function parseCli(argv: string[]): CliArgs {
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): HostConfig {
   const parsedEnv = envSchema.safeParse(env);
-  if (!parsedEnv.success) {
-    const issue = parsedEnv.error.issues[0]!;
-    throw new SettingsError(issue.path.join('.'), issue.message);
-  }
+  if (!parsedEnv.success) throw new SettingsError(settingsProblems(parsedEnv.error.issues));
   const e = parsedEnv.data;
   const cli = parseCli(argv);
   const configFile = cli.config ?? e.SVC_CONFIG ?? null;

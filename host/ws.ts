@@ -10,6 +10,7 @@ import {
   isPlainObject,
   parseClientFrame,
   reply,
+  rpcErrorFrame,
   type ClientFrame,
 } from '../runtime/frames';
 import { forwardedFor, TrustedProxies } from './http';
@@ -157,6 +158,10 @@ export class Gateway {
     if (!route || (route.auth && session.playerId === null)) {
       return session.send(errorFrame(frame, new FrameError('unknown_type')));
     }
+    if (frame.refusal) {
+      // rpc.call answers every failure as rpc.error (wire-protocol 13.2).
+      return session.send(frame.type === 'rpc.call' ? rpcErrorFrame(frame, frame.refusal) : errorFrame(frame, FrameError.from(frame.refusal)));
+    }
     let out: ReturnType<FrameRoute['handle']>;
     try {
       out = route.handle(session, frame);
@@ -228,13 +233,11 @@ export class Gateway {
   }
 }
 
-/** The `ws_allowed_origins` setting: a list of exact origins; anything else fails closed. */
+/** The `ws_allowed_origins` setting (validated at boot): unset or empty admits every origin. */
 function parseOrigins(ctx: Ctx): { all: true } | { all: false; allowed: Set<string> } {
   const raw = ctx.settings.ws_allowed_origins;
-  if (raw === undefined || raw === null || (Array.isArray(raw) && raw.length === 0)) return { all: true };
-  if (Array.isArray(raw) && raw.every((o) => typeof o === 'string')) return { all: false, allowed: new Set(raw as string[]) };
-  ctx.log.error('ws_allowed_origins_invalid', { message: 'not a list of strings; every request with an Origin is rejected' });
-  return { all: false, allowed: new Set() };
+  if (raw === undefined || raw.length === 0) return { all: true };
+  return { all: false, allowed: new Set(raw) };
 }
 
 function normaliseIp(address: string): string {

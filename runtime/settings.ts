@@ -82,7 +82,7 @@ const oidcProviderEntry = z
 const rawSchema = z
   .object({
     /** Registration posture; unset lets the game script narrow it. */
-    registration: z.string().optional(),
+    registration: z.enum(['open', 'oauth_only', 'closed']).optional(),
     pbkdf2_iterations: z.number().int().min(1000).max(10_000_000).default(100_000),
     access_token_ttl: positiveInt.default(3600),
     refresh_token_ttl: positiveInt.default(30 * 24 * 3600),
@@ -131,11 +131,8 @@ const rawSchema = z
     steam_api_key: z.string().min(1).optional(),
     steam_app_id: z.union([z.string().regex(/^\d+$/), z.number().int().positive()]).optional(),
     steam_api_base: z.string().url().default('https://api.steampowered.com'),
-    /**
-     * Browser origins allowed to open `/ws`; unset or empty admits all. Checked
-     * by the gateway, not here: a malformed value fails closed (wire-protocol 4.3).
-     */
-    ws_allowed_origins: z.unknown().optional(),
+    /** Browser origins allowed to open `/ws`; unset or empty admits all. */
+    ws_allowed_origins: z.array(z.string().min(1)).optional(),
     ws_idle_auth_timeout_ms: positiveInt.default(10_000),
     /** An authenticated socket with no inbound frame for this long is closed. */
     ws_idle_timeout_ms: positiveInt.default(60_000),
@@ -163,6 +160,21 @@ const rawSchema = z
       .object({ init_tick: positiveInt.default(1_000_000), other: positiveInt.default(200_000) })
       .strict()
       .default({ init_tick: 1_000_000, other: 200_000 }),
+    /** Wall-clock ms one Lua callback may run (docs/decisions/0021); the maximums are the reference's ceilings. */
+    lua_time_budget_ms: z
+      .object({ init_tick: positiveInt.max(500).default(30), other: positiveInt.max(200).default(10) })
+      .strict()
+      .default({ init_tick: 30, other: 10 }),
+    /** MiB one Lua callback may grow the heap (JavaScript heap plus external memory) by. */
+    lua_heap_budget_mb: positiveInt.max(4096).default(32),
+    /** Ticks in a row on which a match's callbacks hit a limit before it finishes with `script_budget`. */
+    match_failing_ticks_max: positiveInt.max(100_000).default(50),
+    /** Worker threads for match and RPC scripts; unset: cores − 1, at least 1; 0 runs them on the main thread. */
+    match_workers: z.number().int().min(0).max(256).optional(),
+    /** Memory (MiB) a script worker may hold; past it the worker is replaced and its matches end `worker_lost`. */
+    match_worker_memory_mb: positiveInt.min(64).max(65_536).default(512),
+    /** Boot with a game directory that declares no modes (accounts and social features only). */
+    allow_empty_game: z.boolean().default(false),
   })
   .strict();
 
@@ -177,11 +189,44 @@ export interface Settings extends Omit<z.output<typeof rawSchema>, 'registration
   rate_limits: Record<RateLimitGroup, RateRule>;
 }
 
+export interface SettingsProblem {
+  /** Dotted path of the setting (`rate_limits.api.limit`), or the flag. */
+  key: string;
+  detail: string;
+}
+
+/** Every bad setting at once, so an operator fixes a file in one pass. */
 export class SettingsError extends Error {
-  constructor(readonly key: string, detail: string) {
-    super(`invalid setting '${key}': ${detail}`);
+  readonly problems: SettingsProblem[];
+
+  constructor(key: string, detail: string);
+  constructor(problems: SettingsProblem[]);
+  constructor(keyOrProblems: string | SettingsProblem[], detail = '') {
+    const problems = typeof keyOrProblems === 'string' ? [{ key: keyOrProblems, detail }] : keyOrProblems;
+    const listed = problems.map((p) => `'${p.key}': ${p.detail}`).join('; ');
+    super(problems.length === 1 ? `invalid setting ${listed}` : `${problems.length} invalid settings: ${listed}`);
     this.name = 'SettingsError';
+    this.problems = problems;
   }
+
+  /** The first bad key. */
+  get key(): string {
+    return this.problems[0]!.key;
+  }
+}
+
+/** One problem per zod issue, and one per unknown key. */
+export function settingsProblems(issues: readonly z.core.$ZodIssue[]): SettingsProblem[] {
+  const problems: SettingsProblem[] = [];
+  for (const issue of issues) {
+    const at = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) problems.push({ key: [...at, key].join('.'), detail: 'unknown setting' });
+    } else {
+      problems.push({ key: at.join('.') || '(root)', detail: issue.message });
+    }
+  }
+  return problems;
 }
 
 export interface SettingsNotice {
@@ -190,30 +235,17 @@ export interface SettingsNotice {
 }
 
 /**
- * Validates operator settings. Returns the settings and the leniencies the spec
- * asks for (an unknown registration mode means `open`), reported as notices
- * the host logs at boot.
+ * Validates operator settings: any invalid value, a mistyped enum included,
+ * throws with every bad key (a typo must not boot with another meaning).
+ * Returns the settings and the leniencies kept on purpose (a short pepper
+ * counts as absent), reported as notices the host logs at boot.
  */
 export function parseSettings(input: unknown): { settings: Settings; notices: SettingsNotice[] } {
   const result = rawSchema.safeParse(input ?? {});
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const unknownKey = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
-    const key = [...issue.path.map(String), ...(unknownKey ? [unknownKey] : [])].join('.') || '(root)';
-    throw new SettingsError(key, unknownKey ? 'unknown setting' : issue.message);
-  }
+  if (!result.success) throw new SettingsError(settingsProblems(result.error.issues));
   const raw = result.data;
   const notices: SettingsNotice[] = [];
-
-  let registration: RegistrationMode | null = null;
-  if (raw.registration !== undefined) {
-    if (raw.registration === 'open' || raw.registration === 'oauth_only' || raw.registration === 'closed') {
-      registration = raw.registration;
-    } else {
-      registration = 'open';
-      notices.push({ key: 'registration', message: `unrecognised mode '${raw.registration}' treated as 'open'` });
-    }
-  }
+  const registration: RegistrationMode | null = raw.registration ?? null;
 
   const peppers: Record<string, string> = {};
   const rawPepper = raw.guest_verifier_pepper;

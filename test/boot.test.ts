@@ -60,6 +60,18 @@ describe('boot of the production host', () => {
     await next.ready(60_000);
   }, 150_000);
 
+  it('refuses a settings file with mistakes in one line naming every bad key, exit 2', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-settings-'));
+    const config = path.join(dir, 'settings.json');
+    writeFileSync(config, JSON.stringify({ registration: 'Closed', ws_allowed_origins: 'https://game.example', db_pool_sise: 5 }));
+    const h = await host({ SVC_DATA_DIR: path.join(dir, 'data'), SVC_CONFIG: config });
+    expect(await h.exited).toBe(2);
+    const lines = h.stderr().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^svc: 3 invalid settings: /);
+    for (const key of ['registration', 'ws_allowed_origins', 'db_pool_sise']) expect(lines[0]).toContain(`'${key}'`);
+  }, 60_000);
+
   it('refuses a port in use in one line with exit 2', async () => {
     const taken = net.createServer();
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));

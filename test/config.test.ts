@@ -52,11 +52,19 @@ describe('operator settings', () => {
     expect(thrownBy(() => parseSettings({ trusted_proxies: 'everyone' })).key).toBe('trusted_proxies');
   });
 
-  it('treats an unrecognised registration mode as open, with a notice', () => {
-    const { settings, notices } = parseSettings({ registration: 'invite_only' });
-    expect(settings.registration).toBe('open');
-    expect(notices).toEqual([{ key: 'registration', message: expect.stringContaining('invite_only') }]);
+  it('refuses a mistyped enum instead of booting with another meaning', () => {
+    expect(thrownBy(() => parseSettings({ registration: 'Closed' })).key).toBe('registration');
+    expect(thrownBy(() => parseSettings({ registration: 'invite_only' })).key).toBe('registration');
+    expect(thrownBy(() => parseSettings({ ws_allowed_origins: 'https://a.example' })).key).toBe('ws_allowed_origins');
     expect(parseSettings({ registration: 'closed' }).settings.registration).toBe('closed');
+  });
+
+  it('lists every bad key at once', () => {
+    const err = thrownBy(() => parseSettings({ registration: 'Closed', ws_allowed_origins: 'x', pbkdf2_iterations: 10, rate_limit: {}, bogus: 1 }));
+    expect(err.problems.map((p) => p.key).sort()).toEqual(['bogus', 'pbkdf2_iterations', 'rate_limit', 'registration', 'ws_allowed_origins']);
+    expect(err.message).toMatch(/^5 invalid settings: /);
+    for (const key of ['registration', 'ws_allowed_origins', 'pbkdf2_iterations', 'rate_limit', 'bogus']) expect(err.message).toContain(`'${key}'`);
+    expect(err.message).not.toContain('\n');
   });
 });
 
