@@ -1,4 +1,5 @@
-import { ApiError, missingField } from '../runtime/errors';
+import { ApiError, missingField, validationFailed } from '../runtime/errors';
+import { textProblem, textProblemMessage } from '../runtime/text';
 import type { RequestLike } from './http';
 
 /** Spec part 8: request bodies are capped at 1 MiB. */
@@ -7,8 +8,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /**
  * Reads a JSON request body under the spec's rules: a body needs a
  * Content-Length (411), may not exceed 1 MiB (413, without buffering past the
- * cap even if the header lied), must parse (400 `invalid_json`). An absent
- * body reads as `undefined`.
+ * cap even if the header lied), must parse (400 `invalid_json`), and may hold
+ * only text the database can store, nested at most `MAX_NESTING` deep (422
+ * `validation_failed` naming the top-level field). An absent body reads as
+ * `undefined`.
  */
 export async function readJson(request: RequestLike): Promise<unknown> {
   const length = request.headers.get('content-length');
@@ -32,11 +35,24 @@ export async function readJson(request: RequestLike): Promise<unknown> {
   }
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
   if (text.trim() === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw new ApiError('invalid_json');
   }
+  const problem = textProblem(value, text);
+  if (problem) {
+    // The field a client would fix is the top-level key; the root itself is the empty name (as in a JSON Pointer).
+    const field = problem.path.length > 0 ? String(problem.path[0]) : '';
+    throw validationFailed(legacyKeyOf(request.url), { [field]: [textProblemMessage(problem)] });
+  }
+  return value;
+}
+
+/** Rest-payloads 0.5: the account routes report field problems under `fields`, the rest under `errors`. */
+function legacyKeyOf(url: string): 'fields' | 'errors' {
+  return new URL(url).pathname.startsWith('/api/v1/auth/') ? 'fields' : 'errors';
 }
 
 /** Like `readJson`, but the body must be a JSON object; absent reads as `{}`. */

@@ -1,6 +1,6 @@
 import { channelHistory, chatMessageView, mayUseChannel, parseChannel } from '../runtime/chat';
 import { ApiError } from '../runtime/errors';
-import { json, requirePlayer, type Route } from './http';
+import { decodedParam, json, requirePlayer, type Route } from './http';
 import { pageOf } from './pagination';
 
 /** Chat history (spec 4.11, rest-payloads 14): persisted messages, readable whether or not the channel runs. */
@@ -12,8 +12,9 @@ export const chatRoutes: Route[] = [
       const { playerId } = requirePlayer(call);
       let raw: string;
       try {
-        raw = decodeURIComponent(request.params.channel_id!);
+        raw = decodedParam(request, 'channel_id');
       } catch {
+        // Not decodable, so not a channel anyone may read.
         raw = '';
       }
       const channel = parseChannel(raw);

@@ -1,6 +1,7 @@
 import type { IRequest } from 'itty-router';
 import type { Ctx, Principal } from '../runtime/context';
-import { ApiError } from '../runtime/errors';
+import { ApiError, validationFailed } from '../runtime/errors';
+import { isStorableText, UNSTORABLE_TEXT } from '../runtime/text';
 
 /** What the pipeline knows about one request beyond the request itself. */
 export interface Call {
@@ -99,4 +100,22 @@ export function bearerOf(request: RequestLike): string | null {
   if (!header) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match ? match[1]! : null;
+}
+
+/**
+ * A path parameter, percent-decoded. itty leaves parameters encoded, and an
+ * encoded URL path is ASCII, so only a decoded parameter can carry text the
+ * database cannot store: every handler that decodes one does it here. A
+ * malformed escape (`%E0%A4%A`) or such text is 422 `validation_failed`
+ * naming the parameter.
+ */
+export function decodedParam(request: ApiRequest, name: string): string {
+  let value: string;
+  try {
+    value = decodeURIComponent(request.params[name] ?? '');
+  } catch {
+    throw validationFailed('errors', { [name]: ['must be valid percent-encoded UTF-8'] });
+  }
+  if (!isStorableText(value)) throw validationFailed('errors', { [name]: [UNSTORABLE_TEXT] });
+  return value;
 }

@@ -1,4 +1,6 @@
+import { validationFailed } from '../runtime/errors';
 import type { Page } from '../runtime/pages';
+import { isStorableText, UNSTORABLE_TEXT } from '../runtime/text';
 import type { ApiRequest } from './http';
 
 /**
@@ -22,11 +24,16 @@ export type Query = ApiRequest['query'];
  * value, as `URLSearchParams.get` did, so `?limit=1&limit=2` is `1`. One
  * difference stays: itty replaces an empty first value by the next one, so
  * `?limit=&limit=5` reads `5` where `get` read `''`.
+ * A value the database could not store (`%00`) is 422 `validation_failed`
+ * naming the parameter: every query value a handler reads passes here.
  */
 export function queryParam(q: Query, name: string): string | null {
-  const value = q[name];
-  if (value === undefined) return null;
-  return typeof value === 'string' ? value : (value[0] ?? null);
+  const raw = q[name];
+  const value = raw === undefined ? null : typeof raw === 'string' ? raw : (raw[0] ?? null);
+  if (value !== null && !isStorableText(value)) {
+    throw validationFailed('errors', { [name]: [UNSTORABLE_TEXT] });
+  }
+  return value;
 }
 
 /** `limit` (default 50, clamped 1-200) and the optional `before` cursor of a public list. */

@@ -1,7 +1,7 @@
 import { ApiError } from '../runtime/errors';
 import { isPlainObject } from '../runtime/frames';
 import { readJsonObject } from './body';
-import { json, requirePlayer, type Route } from './http';
+import { decodedParam, json, requirePlayer, type Route } from './http';
 
 /**
  * `rpc.call` over HTTP (wire-protocol 12): the same dispatcher as the socket,
@@ -16,8 +16,9 @@ export const rpcRoutes: Route[] = [
       const { playerId } = requirePlayer(call);
       const body = await readJsonObject(request);
       try {
+        const method = decodedParam(request, 'method');
         if (!isPlainObject(body.params)) throw new ApiError('rpc.invalid_params', 'params must be an object.');
-        const result = await ctx.live.rpc.call(decodeURIComponent(request.params.method!), body.params, { playerId });
+        const result = await ctx.live.rpc.call(method, body.params, { playerId });
         return json({ type: 'rpc.ok', payload: { result } });
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;

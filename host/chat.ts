@@ -13,11 +13,18 @@ import {
   type WorldRoster,
 } from '../runtime/chat';
 import type { Ctx } from '../runtime/context';
+import { databaseFault } from '../runtime/database';
 import { ApiError } from '../runtime/errors';
 import { sendDirectMessage } from '../runtime/dm';
 import { FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
 import type { Session } from './sessions';
 import type { Gateway, Reply } from './ws';
+
+/** A message waiting for the group commit, and how to settle its sender's frame. */
+interface PendingMessage {
+  message: StampedChatMessage;
+  done: (err?: unknown) => void;
+}
 
 /** A channel with live members or recent traffic: its members and its last 100 messages. */
 interface RunningChannel {
@@ -30,11 +37,14 @@ interface RunningChannel {
 
 /**
  * Chat on the socket (wire-protocol 8 and 9): `chat.join`, `chat.leave`,
- * `chat.send`, `dm.send`. A message fans out at once and is persisted by a
- * group commit: sends arriving while an insert runs go into the next one, so
- * a busy channel costs one statement per batch, not per message. The sender's
- * frame settles only when its message is stored (its later frames wait, and a
- * failed insert answers it `internal`). A channel runs while it has members;
+ * `chat.send`, `dm.send`. A message is persisted by a group commit (sends
+ * arriving while an insert runs go into the next one, so a busy channel costs
+ * one statement per batch, not per message) and fans out once stored: a
+ * message the database refused reaches nobody. The sender's frame settles
+ * only when its message is stored (its later frames wait, and a refused
+ * message answers it `internal`). One message never costs another its
+ * storage: a failed batch is retried row by row, so only the rows the
+ * database refuses on their own fail. A channel runs while it has members;
  * once the last one leaves it stops after `chat_idle_stop_ms`, dropping its
  * buffer (history stays readable over REST).
  */
@@ -43,7 +53,7 @@ export class ChatHost implements LiveChat {
   readonly #joined = new WeakMap<Session, Set<string>>();
   readonly #sendWindows = new WeakMap<Session, { start: number; count: number }>();
   #worlds: WorldRoster | null = null;
-  #pending: { message: StampedChatMessage; done: (err?: unknown) => void }[] = [];
+  #pending: PendingMessage[] = [];
   #writing = false;
 
   constructor(private readonly ctx: Ctx) {}
@@ -184,8 +194,8 @@ export class ChatHost implements LiveChat {
       throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id: p.channel_id } });
     }
     const message = stampChatMessage(this.ctx, { channel, senderId: playerId, content: p.content as string });
-    this.deliver(chatPush(message));
     await this.#persist(message);
+    this.deliver(chatPush(message));
     return null;
   }
 
@@ -205,11 +215,26 @@ export class ChatHost implements LiveChat {
         await insertChatMessages(this.ctx.db, batch.map((b) => b.message));
         for (const b of batch) b.done();
       } catch (err) {
-        this.ctx.log.error('chat_persist_failed', { messages: batch.length, error: err instanceof Error ? err.message : String(err) });
-        for (const b of batch) b.done(err);
+        // A lost database fails every row alike; retrying them one by one would only wait out the outage again.
+        if (batch.length === 1 || databaseFault(err)) this.#failed(batch, err);
+        else for (const b of batch) await this.#insertAlone(b);
       }
     }
     this.#writing = false;
+  }
+
+  async #insertAlone(entry: PendingMessage): Promise<void> {
+    try {
+      await insertChatMessages(this.ctx.db, [entry.message]);
+      entry.done();
+    } catch (err) {
+      this.#failed([entry], err);
+    }
+  }
+
+  #failed(entries: PendingMessage[], err: unknown): void {
+    this.ctx.log.error('chat_persist_failed', { messages: entries.length, error: err instanceof Error ? err.message : String(err) });
+    for (const e of entries) e.done(err);
   }
 
   async #dm(session: Session, frame: ClientFrame): Promise<Reply> {

@@ -6,6 +6,7 @@ import { byteLength, isPlainObject } from './frames';
 import { isGroupMember } from './groups';
 import { newestFirst, type Page } from './pages';
 import type { ChatMessagesTable } from './schema';
+import { isStorableText, UNSTORABLE_TEXT } from './text';
 
 /**
  * Chat channels (spec 4.11 and 8, wire-protocol 8, rest-payloads 14): channel
@@ -140,12 +141,15 @@ export async function mayUseChannel(ctx: Pick<Ctx, 'db' | 'settings' | 'live'>, 
 }
 
 /**
- * Content a channel accepts: a string of at most 2000 bytes. Returns the problem, or null.
+ * Content a channel accepts: storable text of at most 2000 bytes. Returns the problem, or null.
  * An empty string is accepted and broadcast (wire-protocol 8.3); only direct messages refuse it.
+ * Frames are checked for storable text at the boundary already; this keeps the rule with the
+ * channel for senders that do not come through a frame.
  */
 export function contentProblem(content: unknown): string | null {
   if (typeof content !== 'string') return 'content must be a string';
   if (byteLength(content) > CONTENT_MAX_BYTES) return `content must be at most ${CONTENT_MAX_BYTES} bytes`;
+  if (!isStorableText(content)) return `content ${UNSTORABLE_TEXT}`;
   return null;
 }
 

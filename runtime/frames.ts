@@ -1,4 +1,5 @@
 import { ApiError, type ErrorCode, type ErrorDetails } from './errors';
+import { textProblem, textProblemMessage } from './text';
 
 /**
  * WebSocket frames (wire-protocol 2 and 13). The reason → code table is the
@@ -24,6 +25,12 @@ export interface ClientFrame {
   hasCid: boolean;
   /** Top-level `seq` sibling (world.input only). */
   seq?: unknown;
+  /**
+   * Set when the payload holds text the database cannot store or nests too
+   * deep: the gateway answers it instead of running the handler, once the
+   * type is known to be routed (an unknown type stays `unknown_type`).
+   */
+  refusal?: ApiError;
 }
 
 /** Wire-protocol 13.1: reasons with a code of their own. Every other reason is `ws.request_failed`. */
@@ -167,6 +174,13 @@ export function parseClientFrame(text: string): ClientFrame | FrameError {
   if (typeof o.type !== 'string') return new FrameError('invalid_message', { echoCid: false });
   const frame: ClientFrame = { type: o.type, payload: o.payload, hasPayload: 'payload' in o, cid: o.cid, hasCid: 'cid' in o };
   if ('seq' in o) frame.seq = o.seq;
+  const problem = textProblem(o.payload, text);
+  if (problem) {
+    // Wire-protocol 2.4: a failure that is the client's fault and not an absent key is `invalid_payload`.
+    const field = problem.path.length > 0 ? String(problem.path[0]) : undefined;
+    const message = `${field === undefined ? 'The payload' : field} ${textProblemMessage(problem)}.`;
+    frame.refusal = new ApiError('invalid_payload', message, field === undefined ? {} : { field });
+  }
   return frame;
 }
 

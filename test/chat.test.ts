@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, TestSocket, type Frame } from './support/ws-client';
@@ -254,7 +255,7 @@ describe('channel buffer, idle stop and history', () => {
       await a.socket.next('chat.message');
       if (i === 35) await sleep(1000); // stay inside chat_send_rate
     }
-    // Fan-out comes first; a later reply on the sender's socket means every earlier send is stored.
+    // A later reply on the sender's socket means every earlier send is stored.
     await a.socket.request('session.heartbeat');
     const contents = (r: { body: any }) => r.body.messages.map((m: any) => m.content);
     const all = Array.from({ length: 60 }, (_, i) => `m${i}`);
@@ -275,5 +276,73 @@ describe('channel buffer, idle stop and history', () => {
     expect((await s.call('GET', '/api/v1/chat/%E0%A4%A/history', { token: a.token })).status).toBe(403);
     expect((await s.call('GET', `/api/v1/chat/${encodeURIComponent(room)}/history`)).status).toBe(401);
     for (const p of [a, b, outsider]) p.socket.close();
+  });
+});
+
+describe('one message never costs another its storage', () => {
+  /** Ten honest members and one more in a fresh room, every one joined to its channel. */
+  async function busyRoom(): Promise<{ honest: Player[]; other: Player; room: string }> {
+    const honest: Player[] = [];
+    for (let i = 0; i < 10; i++) honest.push(await connectPlayer(s));
+    const other = await connectPlayer(s);
+    const room = `room:${await groupWith(honest[0]!, ...honest.slice(1), other)}`;
+    for (const p of [...honest, other]) expect((await p.socket.request('chat.join', { channel_id: room })).type).toBe('chat.joined');
+    return { honest, other, room };
+  }
+
+  /** Each honest member sends `count` messages at once, interleaved with the other's sends. */
+  function sendAll(honest: Player[], room: string, count: number, interleave: (i: number) => void): string[] {
+    const sent: string[] = [];
+    for (let i = 0; i < count; i++) {
+      honest.forEach((p, n) => {
+        const content = `h${n}-${i}`;
+        sent.push(content);
+        p.socket.send({ type: 'chat.send', cid: content, payload: { channel_id: room, content } });
+      });
+      interleave(i);
+    }
+    return sent;
+  }
+
+  /** Every honest message reached every member, none was refused, and history holds exactly them. */
+  async function expectAllStored(honest: Player[], other: Player, room: string, sent: string[]): Promise<void> {
+    // Frames of a socket settle in order, so a reply to a later one means every send before it is settled.
+    for (const p of [...honest, other]) await p.socket.request('session.heartbeat');
+    for (const p of honest) expect(p.socket.frames.filter((f) => f.type === 'error')).toEqual([]);
+    for (const p of [...honest, other]) {
+      const received: string[] = [];
+      while (received.length < sent.length) received.push((await p.socket.next('chat.message')).payload.content);
+      expect(received.sort()).toEqual([...sent].sort());
+      expect(await p.socket.quiet('chat.message', 100)).toBe(true);
+    }
+    const stored = await s.call('GET', `/api/v1/chat/${encodeURIComponent(room)}/history?limit=200`, { token: honest[0]!.token });
+    expect(stored.status).toBe(200);
+    expect(stored.body.messages.map((m: { content: string }) => m.content).sort()).toEqual([...sent].sort());
+  }
+
+  it('a member sending text the database cannot store is refused alone; 90 honest messages are stored and delivered', async () => {
+    const { honest, other, room } = await busyRoom();
+    const sent = sendAll(honest, room, 9, (i) => other.socket.send({ type: 'chat.send', cid: `bad${i}`, payload: { channel_id: room, content: `x\u0000${i}` } }));
+    await expectAllStored(honest, other, room, sent);
+    const refusals = other.socket.frames.filter((f) => f.type === 'error');
+    expect(refusals.map((f) => [f.cid, f.payload.reason, f.payload.error.details])).toEqual(Array.from({ length: 9 }, (_, i) => [`bad${i}`, 'invalid_payload', { field: 'content' }]));
+    for (const p of [...honest, other]) p.socket.close();
+  });
+
+  it('a row the database refuses for its own reasons fails alone: its batch is retried row by row, and it reaches nobody', async () => {
+    // The fault: a trigger that refuses one content, standing in for any per-row failure.
+    await sql`create or replace function refuse_poison() returns trigger language plpgsql as $$
+      begin if new.content = 'poison' then raise exception 'poisoned row'; end if; return new; end $$`.execute(s.ctx.db);
+    await sql`create trigger refuse_poison before insert on chat_messages for each row execute function refuse_poison()`.execute(s.ctx.db);
+    try {
+      const { honest, other, room } = await busyRoom();
+      const sent = sendAll(honest, room, 9, (i) => other.socket.send({ type: 'chat.send', cid: `p${i}`, payload: { channel_id: room, content: 'poison' } }));
+      await expectAllStored(honest, other, room, sent);
+      const refusals = other.socket.frames.filter((f) => f.type === 'error');
+      expect(refusals.map((f) => [f.cid, f.payload.reason, f.payload.error.code])).toEqual(Array.from({ length: 9 }, (_, i) => [`p${i}`, 'internal_error', 'internal']));
+      for (const p of [...honest, other]) p.socket.close();
+    } finally {
+      await sql`drop trigger refuse_poison on chat_messages`.execute(s.ctx.db);
+    }
   });
 });
