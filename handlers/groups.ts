@@ -10,11 +10,12 @@ import {
   leaveGroup,
   listMembers,
   listRequests,
+  searchGroups,
   updateGroup,
 } from '../runtime/groups';
 import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
-import { pageOf } from './pagination';
+import { pageOf, queryParam } from './pagination';
 
 /** Groups (spec 4.5, rest-payloads 8), plus join requests and invitations for closed groups. */
 
@@ -25,6 +26,16 @@ export const groupRoutes: Route[] = [
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
       return json(await createGroup(ctx, playerId, await readJsonObject(request)));
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/groups',
+    handler: async (request, ctx, call) => {
+      requirePlayer(call);
+      const open = queryParam(request.query, 'open');
+      const search = { q: queryParam(request.query, 'q'), open: open === 'true' ? true : open === 'false' ? false : null };
+      return json({ groups: await searchGroups(ctx.db, search, pageOf(request.query)) });
     },
   },
   {

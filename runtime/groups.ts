@@ -149,6 +149,33 @@ export async function createGroup(ctx: Ctx, caller: string, body: Record<string,
   });
 }
 
+export interface GroupSearch {
+  /** Part of the name, any case; absent lists every group. */
+  q: string | null;
+  /** Only open (true) or only closed (false) groups; null for both. */
+  open: boolean | null;
+}
+
+/** Longest `q` a search takes: a group name is at most 64 characters. */
+const MAX_GROUP_QUERY = 64;
+
+/**
+ * `GET /groups?q=`: groups whose name contains `q`, newest first. Our
+ * addition (docs/decisions/0015) so a player finds a group by name.
+ */
+export async function searchGroups(db: Db, search: GroupSearch, page: Page): Promise<GroupView[]> {
+  let query = db.selectFrom('groups').selectAll();
+  if (search.q !== null && search.q !== '') {
+    if (charLength(search.q) > MAX_GROUP_QUERY) throw validationFailed('errors', { q: [`must be at most ${MAX_GROUP_QUERY} characters`] });
+    // The text is matched literally: % and _ are not wildcards here.
+    const literal = search.q.replace(/[\\%_]/g, (c) => `\\${c}`);
+    query = query.where('name', 'ilike', `%${literal}%`);
+  }
+  if (search.open !== null) query = query.where('open', '=', search.open);
+  const rows = await newestFirst(query, page).execute();
+  return rows.map(groupView);
+}
+
 export async function getGroup(db: Conn, id: string): Promise<GroupView> {
   if (!isUuid(id)) throw groupNotFound();
   const row = await db.selectFrom('groups').selectAll().where('id', '=', id).executeTakeFirst();

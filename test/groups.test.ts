@@ -83,6 +83,31 @@ describe('max_members', () => {
   });
 });
 
+describe('search', () => {
+  it('finds groups by part of the name in any case, newest first, with the open filter and paging', async () => {
+    const p = await registerPlayer(s);
+    const tag = `Zq${Date.now().toString(36)}`;
+    const older = (await create(p, { name: `${tag} Wolves`, open: true })).body;
+    const newer = (await create(p, { name: `The ${tag.toUpperCase()} Pack` })).body;
+    await create(p, { name: `${tag.slice(0, 3)}_other 100%` });
+    const search = (q: string) => s.call('GET', `/api/v1/groups?${q}`, { token: p.access_token });
+    const found = await search(`q=${tag.toLowerCase()}`);
+    expect(found.status).toBe(200);
+    expect(found.body.groups.map((g: any) => g.id)).toEqual([newer.id, older.id]);
+    expect(found.body.groups[0]).toEqual(newer);
+    expect((await search(`q=${tag}&open=true`)).body.groups.map((g: any) => g.id)).toEqual([older.id]);
+    expect((await search(`q=${tag}&open=false`)).body.groups.map((g: any) => g.id)).toEqual([newer.id]);
+    expect((await search(`q=${tag}&limit=1`)).body.groups.map((g: any) => g.id)).toEqual([newer.id]);
+    expect((await search(`q=${tag}&before=${newer.id}`)).body.groups.map((g: any) => g.id)).toEqual([older.id]);
+    // Wildcards are literal text.
+    expect((await search('q=%25')).body.groups.every((g: any) => g.name.includes('%'))).toBe(true);
+    expect((await search(`q=${tag.slice(0, 2)}_`)).body.groups.every((g: any) => g.name.includes('_'))).toBe(true);
+    expect((await search('q=nothing-is-called-this')).body).toEqual({ groups: [] });
+    expectError(await search(`q=${'x'.repeat(65)}`), 422, 'validation_failed');
+    expectError(await s.call('GET', '/api/v1/groups?q=a'), 401, 'unauthenticated');
+  });
+});
+
 describe('member lists', () => {
   it('are readable without membership, closed groups included, while room chat history is not', async () => {
     const [owner, outsider] = [await registerPlayer(s), await registerPlayer(s)];
