@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import type { App } from '../handlers/app';
 import { MAX_BODY_BYTES } from '../handlers/body';
 import type { HeaderReader, RequestLike } from '../handlers/http';
+import { parseAddress, parseAddressRange, inRange, type AddressRange } from '../runtime/address-ranges';
 import { ApiError } from '../runtime/errors';
 import type { IdSource } from '../runtime/ids';
 
@@ -165,38 +166,21 @@ export function forwardedFor(req: IncomingMessage, proxies: TrustedProxies): str
   return hops[0] ?? null;
 }
 
-/** The `trusted_proxies` setting: exact addresses and IPv4 CIDR ranges. */
+/** The `trusted_proxies` setting: addresses and CIDR ranges, IPv4 and IPv6 (validated at boot). */
 export class TrustedProxies {
-  readonly #exact = new Set<string>();
-  readonly #ranges: { base: number; mask: number }[] = [];
+  readonly #ranges: AddressRange[] = [];
 
   constructor(entries: string[]) {
     for (const entry of entries) {
-      const [addr, bits] = entry.split('/');
-      if (bits !== undefined && isIP(addr!) === 4) {
-        const n = Number(bits);
-        const mask = n === 0 ? 0 : (~0 << (32 - n)) >>> 0;
-        this.#ranges.push({ base: ipv4ToInt(addr!) & mask, mask });
-      } else {
-        this.#exact.add(normalise(entry));
-      }
+      const range = parseAddressRange(entry);
+      if (!range) throw new Error(`trusted_proxies: '${entry}' is not an address or CIDR range`);
+      this.#ranges.push(range);
     }
   }
 
   trusts(address: string): boolean {
-    if (this.#exact.size === 0 && this.#ranges.length === 0) return false;
-    const a = normalise(address);
-    if (this.#exact.has(a)) return true;
-    if (isIP(a) !== 4) return false;
-    const n = ipv4ToInt(a);
-    return this.#ranges.some((r) => ((n & r.mask) >>> 0) === r.base >>> 0);
+    if (this.#ranges.length === 0) return false;
+    const parsed = parseAddress(address);
+    return parsed !== null && this.#ranges.some((r) => inRange(parsed, r));
   }
-}
-
-function normalise(address: string): string {
-  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
-}
-
-function ipv4ToInt(a: string): number {
-  return a.split('.').reduce((acc, part) => ((acc << 8) | Number(part)) >>> 0, 0);
 }

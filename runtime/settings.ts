@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseAddressRange } from './address-ranges';
 
 /**
  * Operator settings, by the spec's names. One JSON object, validated once at
@@ -90,8 +91,8 @@ const rawSchema = z
     /** How often expired token rows are deleted. */
     token_sweep_interval_ms: positiveInt.default(3_600_000),
     rate_limits: z.partialRecord(z.enum(RATE_LIMIT_GROUPS), rateRule).default({}),
-    /** Peers whose X-Forwarded-For is believed. Exact addresses or IPv4 CIDRs. */
-    trusted_proxies: z.array(z.string().min(1)).default([]),
+    /** Peers whose X-Forwarded-For is believed: addresses or CIDR ranges, IPv4 or IPv6. */
+    trusted_proxies: z.array(z.string().refine((e) => parseAddressRange(e) !== null, 'not an IP address or CIDR range')).default([]),
     /** Browser origins allowed by CORS on the REST API. Empty: no CORS headers. */
     cors_origins: z.array(z.string().min(1)).default([]),
     db_pool_size: positiveInt.max(1000).default(10),

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { FixedWindowLimiter } from '../host/limits';
-import { DEFAULT_RATE_LIMITS } from '../runtime/settings';
+import { DEFAULT_RATE_LIMITS, parseSettings } from '../runtime/settings';
+import { TrustedProxies } from '../host/http';
 import { startTestServer, type TestServer } from './support/server';
 import { expectError, registerPlayer } from './support/accounts';
 
@@ -164,5 +165,36 @@ describe('sign-in buckets', () => {
     const s = await server({ rate_limits: { login_failures: { limit: 2, window: 60_000 } } });
     const p = await registerPlayer(s);
     for (let i = 0; i < 5; i++) expect((await s.call('POST', '/api/v1/auth/login', { body: { username: p.username, password: p.password } })).status).toBe(200);
+  });
+});
+
+describe('trusted proxies', () => {
+  it('match IPv4 and IPv6 addresses and CIDR ranges, IPv4-mapped addresses as IPv4', () => {
+    const proxies = new TrustedProxies(['10.0.0.0/8', '192.0.2.7', '2001:db8::/32', 'fd00::1']);
+    expect(proxies.trusts('10.20.30.40')).toBe(true);
+    expect(proxies.trusts('::ffff:10.1.2.3')).toBe(true);
+    expect(proxies.trusts('11.0.0.1')).toBe(false);
+    expect(proxies.trusts('192.0.2.7')).toBe(true);
+    expect(proxies.trusts('192.0.2.8')).toBe(false);
+    expect(proxies.trusts('2001:db8:1234::5')).toBe(true);
+    expect(proxies.trusts('2001:db9::5')).toBe(false);
+    expect(proxies.trusts('fd00:0:0:0:0:0:0:1')).toBe(true);
+    expect(proxies.trusts('fd00::2')).toBe(false);
+    for (const junk of ['', 'localhost', '10.1', '0x0a000001', '10.0.0.0/8/8']) expect(proxies.trusts(junk)).toBe(false);
+    expect(new TrustedProxies([]).trusts('10.0.0.1')).toBe(false);
+  });
+
+  it('refuse an entry that is not an address or a range at boot, naming it', () => {
+    for (const entry of ['10.0.0.0/33', 'proxy.internal', '10.1', '2001:db8::/129', '10.0.0.0/x']) {
+      expect(() => parseSettings({ trusted_proxies: [entry] }), entry).toThrow(/trusted_proxies\.0/);
+    }
+    expect(parseSettings({ trusted_proxies: ['::ffff:127.0.0.0/104', '::1', '0.0.0.0/0'] }).settings.trusted_proxies).toHaveLength(3);
+  });
+
+  it('believe X-Forwarded-For from a peer inside an IPv6-written range', async () => {
+    const s = await server({ rate_limits: { api: { limit: 1, window: 60_000 } }, trusted_proxies: ['::ffff:127.0.0.0/104'] });
+    expect((await s.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '2001:db8::10' } })).status).toBe(200);
+    expect((await s.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '2001:db8::10' } })).status).toBe(429);
+    expect((await s.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '2001:db8::11' } })).status).toBe(200);
   });
 });
