@@ -1,4 +1,4 @@
-// Builds the two artefacts: the Node host and the host-neutral handler library.
+// Builds the artefacts: the Node host, its script worker and the host-neutral handler library.
 import { build } from 'esbuild';
 
 const common = { bundle: true, format: 'esm', target: 'es2022', sourcemap: true, logLevel: 'warning' };
@@ -10,6 +10,14 @@ await Promise.all([
     outfile: 'dist/host.mjs',
     platform: 'node',
     // Native or WASM-carrying packages stay external and load from node_modules.
+    packages: 'external',
+  }),
+  // Script workers (host/realtime/match/pool.ts loads it from beside dist/host.mjs).
+  build({
+    ...common,
+    entryPoints: ['host/realtime/match/worker.ts'],
+    outfile: 'dist/match-worker.mjs',
+    platform: 'node',
     packages: 'external',
   }),
   build({

@@ -8,6 +8,8 @@ import type { Logger } from '../runtime/log';
 const POLL_MS = 1000;
 
 export interface LoadedGame {
+  /** The directory, resolved (script workers read it themselves). */
+  readonly dir: string;
   /** Modes as of the last good load; `guestAuth`/`registration` stay as read at boot (lua-scripting 2.5). */
   readonly info: GameInfo;
   /** File access confined to the game directory, with revisions that move when a file changes. */
@@ -18,14 +20,83 @@ export interface LoadedGame {
 }
 
 /**
- * Loads the game directory at boot (a missing directory or a broken script
- * is a boot error naming the path) and watches it: a changed script bumps
+ * Loads the game directory at boot (a missing directory, a broken script or
+ * `rpc.lua`, or a directory with no modes unless `allowEmpty` is a boot
+ * error naming the path) and watches it: a changed script bumps
  * its revision, which live VMs pick up at their next tick (hot reload), and
  * a changed manifest or mode script rescans the mode set for new matches.
  */
-export function loadGameDirectory(dir: string, operatorModes: OperatorModes, log: Logger): LoadedGame {
+export function loadGameDirectory(dir: string, operatorModes: OperatorModes, log: Logger, options: { allowEmpty?: boolean } = {}): LoadedGame {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new Error(`game directory not found: ${dir}`);
   const root = realpathSync(dir);
+  const files = watchGameFiles(root);
+  const source = files.source;
+
+  let info: GameInfo;
+  try {
+    info = loadGame(source, operatorModes);
+  } catch (err) {
+    files.close();
+    throw err;
+  }
+  // An empty directory is far more often a wrong path than a choice.
+  if (info.modes.size === 0 && !options.allowEmpty) {
+    files.close();
+    throw new Error(`game directory ${root} declares no modes (neither ${MULTI_MODE_MANIFEST} nor ${SINGLE_MODE_SCRIPT}); set allow_empty_game to true if that is intended`);
+  }
+  for (const n of info.notices) log.warn('game_notice', { file: n.file, message: n.message });
+  log.info('game_loaded', { dir: root, modes: [...info.modes.keys()], guest_auth: info.guestAuth, registration: info.registration });
+  const bootPosture = { guestAuth: info.guestAuth, registration: info.registration };
+
+  const listeners = new Set<(info: GameInfo) => void>();
+  const shapeFiles = () => new Set([MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT, ...[...info.modes.values()].map((m) => m.file)]);
+
+  files.onChange((changed) => {
+    const shape = shapeFiles();
+    if (!changed.some((rel) => shape.has(rel))) return;
+    try {
+      const next = loadGame(source, operatorModes);
+      info = { ...next, ...bootPosture };
+      log.info('game_modes_reloaded', { modes: [...info.modes.keys()] });
+      for (const listener of listeners) listener(info);
+    } catch (err) {
+      // The last good mode set stays; the stamp is recorded, so the same broken file is not retried.
+      log.warn('game_modes_reload_failed', { error: (err as Error).message });
+    }
+  });
+
+  return {
+    dir: root,
+    get info() {
+      return info;
+    },
+    source,
+    onChange(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    close() {
+      files.close();
+      listeners.clear();
+    },
+  };
+}
+
+export interface WatchedFiles {
+  /** Reads confined to the directory; `revision` moves when a file that was read changes. */
+  readonly source: ScriptSource;
+  /** Called with the files whose revision just moved. */
+  onChange(listener: (changed: string[]) => void): void;
+  close(): void;
+}
+
+/**
+ * File access to a game directory with revisions: every file read is
+ * remembered, and a change seen by the watcher (or the poll it misses
+ * behind) bumps its revision, which live VMs compare before each tick.
+ * Script workers build their own over the same directory.
+ */
+export function watchGameFiles(root: string): WatchedFiles {
   const files = new Map<string, { stamp: string; revision: number }>();
 
   const stampOf = (rel: string): string => {
@@ -61,34 +132,17 @@ export function loadGameDirectory(dir: string, operatorModes: OperatorModes, log
     },
   };
 
-  let info = loadGame(source, operatorModes);
-  for (const n of info.notices) log.warn('game_notice', { file: n.file, message: n.message });
-  log.info('game_loaded', { dir: root, modes: [...info.modes.keys()], guest_auth: info.guestAuth, registration: info.registration });
-  const bootPosture = { guestAuth: info.guestAuth, registration: info.registration };
-
-  const listeners = new Set<(info: GameInfo) => void>();
-  const shapeFiles = () => new Set([MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT, ...[...info.modes.values()].map((m) => m.file)]);
-
+  const listeners: ((changed: string[]) => void)[] = [];
   const check = () => {
-    let rescan = false;
-    const shape = shapeFiles();
+    const changed: string[] = [];
     for (const [rel, entry] of files) {
       const stamp = stampOf(rel);
       if (stamp === entry.stamp) continue;
       entry.stamp = stamp;
       entry.revision++;
-      if (shape.has(rel)) rescan = true;
+      changed.push(rel);
     }
-    if (!rescan) return;
-    try {
-      const next = loadGame(source, operatorModes);
-      info = { ...next, ...bootPosture };
-      log.info('game_modes_reloaded', { modes: [...info.modes.keys()] });
-      for (const listener of listeners) listener(info);
-    } catch (err) {
-      // The last good mode set stays; the stamp is recorded, so the same broken file is not retried.
-      log.warn('game_modes_reload_failed', { error: (err as Error).message });
-    }
+    if (changed.length > 0) for (const listener of listeners) listener(changed);
   };
 
   let watcher: FSWatcher | null = null;
@@ -100,20 +154,13 @@ export function loadGameDirectory(dir: string, operatorModes: OperatorModes, log
   }
   const poll = setInterval(check, POLL_MS);
   poll.unref();
-
   return {
-    get info() {
-      return info;
-    },
     source,
-    onChange(listener) {
-      listeners.add(listener);
-      return () => void listeners.delete(listener);
-    },
+    onChange: (listener) => void listeners.push(listener),
     close() {
       clearInterval(poll);
       watcher?.close();
-      listeners.clear();
+      listeners.length = 0;
     },
   };
 }

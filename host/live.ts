@@ -1,29 +1,44 @@
 import type { Server } from 'node:http';
 import type { Ctx, LiveState } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
-import { RPC_NAMESPACE, type GameInfo, type JsonObject, type ScriptBindings } from '../runtime/lua/api';
-import { ScriptRpc } from '../runtime/lua/rpc';
-import { MatchVm } from '../runtime/lua/match';
+import { availableParallelism } from 'node:os';
+import { RPC_NAMESPACE, type Budgets, type GameInfo, type JsonObject } from '../runtime/lua/api';
+import type { Settings } from '../runtime/settings';
 import { ChatHost } from './chat';
-import { MatchHost, type GameHandle, type VmFactory } from './matches';
+import { MatchHost, type GameHandle } from './matches';
+import { ScriptPool } from './realtime/match/pool';
 import { Matchmaker } from './matchmaker';
 import { PresenceHost } from './presence';
 import { RpcRegistry, type RpcHandler } from './rpc';
-import { scriptBindings, scriptSend } from './script-bindings';
-import type { SessionRegistry } from './sessions';
+import { scriptBindings } from './script-bindings';
 import { Gateway } from './ws';
 
 export interface LiveOptions {
   /** The loaded game directory; without one the node declares no modes. */
   game?: GameHandle | null;
-  /** Builds a match VM; the Lua runtime's `MatchVm.create` unless a test swaps it. */
-  createVm?: VmFactory;
 }
 
 const NO_GAME: GameHandle = {
   info: { modes: new Map(), guestAuth: false, registration: null, notices: [] } satisfies GameInfo,
   source: { read: () => null },
+  dir: null,
 };
+
+/** Every script's limits, from the operator's settings (decision 4; docs/decisions/0021). */
+export function scriptBudgets(settings: Settings): Budgets {
+  return {
+    heavy: settings.lua_instruction_budget.init_tick,
+    light: settings.lua_instruction_budget.other,
+    heavyMs: settings.lua_time_budget_ms.init_tick,
+    lightMs: settings.lua_time_budget_ms.other,
+    heapBytes: settings.lua_heap_budget_mb * 1024 * 1024,
+  };
+}
+
+/** `match_workers`, or one per core but the one the main thread keeps. */
+export function scriptWorkers(settings: Settings): number {
+  return settings.match_workers ?? Math.max(1, availableParallelism() - 1);
+}
 
 /**
  * `ctx.live`: the node's real-time services, built in two steps because they
@@ -37,17 +52,34 @@ export class LiveHost implements LiveState {
   #rpc: RpcRegistry | null = null;
   #chat: ChatHost | null = null;
   #presence: PresenceHost | null = null;
+  #pool: ScriptPool | null = null;
 
   constructor(private readonly options: LiveOptions = {}) {}
 
   start(ctx: Ctx, server: Server): void {
     const gateway = new Gateway(ctx);
-    const bindings = scriptBindings(ctx);
-    const createVm = this.options.createVm ?? ((o) => MatchVm.create({ ...o, services: { ...o.services, bindings } }));
-    const matches = new MatchHost(ctx, gateway.sessions, this.options.game ?? NO_GAME, createVm);
+    const game = this.options.game ?? NO_GAME;
+    let matches: MatchHost | null = null;
+    const pool = new ScriptPool({
+      workers: scriptWorkers(ctx.settings),
+      gameDir: game.dir,
+      source: game.source,
+      budgets: scriptBudgets(ctx.settings),
+      failingTicksMax: ctx.settings.match_failing_ticks_max,
+      memoryBytes: ctx.settings.match_worker_memory_mb * 1024 * 1024,
+      rateLimits: ctx.settings.rate_limits,
+      bindings: scriptBindings(ctx),
+      log: ctx.log,
+      limits: ctx.limits,
+      clock: ctx.clock,
+      ids: ctx.ids,
+      onEvent: (e) => matches?.onLaneEvent(e),
+      onLost: (ids) => matches?.onLanesLost(ids),
+    });
+    matches = new MatchHost(ctx, gateway.sessions, game, pool);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
     const rpc = new RpcRegistry(ctx);
-    rpc.mount(RPC_NAMESPACE, scriptRpcHandler(ctx, this.options.game ?? NO_GAME, gateway.sessions, bindings));
+    rpc.mount(RPC_NAMESPACE, scriptRpcHandler(pool));
     matches.attach(gateway);
     matchmaker.attach(gateway);
     rpc.attach(gateway);
@@ -63,6 +95,7 @@ export class LiveHost implements LiveState {
     this.#rpc = rpc;
     this.#chat = chat;
     this.#presence = presence;
+    this.#pool = pool;
   }
 
   /** Shutdown: stop forming matches, close sockets with 1001, stop match loops. */
@@ -71,6 +104,7 @@ export class LiveHost implements LiveState {
     await this.#gateway?.close();
     this.#matches?.close();
     this.#chat?.close();
+    await this.#pool?.close();
   }
 
   get gateway(): Gateway {
@@ -110,21 +144,10 @@ export class LiveHost implements LiveState {
   }
 }
 
-/** `game.<name>` methods from the game directory's `rpc.lua`, answered in the registry's terms. */
-function scriptRpcHandler(ctx: Ctx, game: GameHandle, sessions: SessionRegistry, bindings: ScriptBindings): RpcHandler {
-  const scripts = new ScriptRpc({
-    source: game.source,
-    services: {
-      log: ctx.log.child({ component: 'rpc_script' }),
-      limits: ctx.limits,
-      clock: ctx.clock,
-      ids: ctx.ids,
-      send: scriptSend(sessions),
-      bindings,
-    },
-  });
-  return (params, call) => {
-    const r = scripts.call(call.method, call.playerId, params as JsonObject);
+/** `game.<name>` methods from the game directory's `rpc.lua`, run in the script pool and answered in the registry's terms. */
+function scriptRpcHandler(pool: ScriptPool): RpcHandler {
+  return async (params, call) => {
+    const r = await pool.rpc(call.method, call.playerId, params as JsonObject);
     if (r.ok) return r.result;
     if (r.unknown) throw new ApiError('rpc.unknown_method', 'No extension serves that method.');
     if (r.refused) throw new ApiError('validation_failed', 'The game script turned the call down.', r.reason ? { reason: r.reason } : {});

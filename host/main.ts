@@ -5,7 +5,6 @@ import { jsonLogger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
 import { databaseFault } from '../runtime/database';
 import { effectiveRegistration } from '../runtime/registration';
-import { MatchVm } from '../runtime/lua/match';
 import type { OperatorModes } from '../runtime/lua/api';
 import { loadGameDirectory, type LoadedGame } from './game';
 import { spawnSync } from 'node:child_process';
@@ -64,12 +63,11 @@ async function main(): Promise<void> {
 
   let game: LoadedGame;
   try {
-    game = loadGameDirectory(config.gameDir, config.settings.game_modes as OperatorModes, log);
+    game = loadGameDirectory(config.gameDir, config.settings.game_modes as OperatorModes, log, { allowEmpty: config.settings.allow_empty_game });
   } catch (err) {
     process.stderr.write(`svc: ${(err as Error).message}\n`);
     process.exit(2);
   }
-  const budgets = { heavy: config.settings.lua_instruction_budget.init_tick, light: config.settings.lua_instruction_budget.other };
 
   let database: OpenDatabase;
   if (config.databaseUrl) {
@@ -108,7 +106,7 @@ async function main(): Promise<void> {
       host: config.host,
       log,
       game: { registration: () => game.info.registration, guestAuth: () => game.info.guestAuth },
-      live: { game, createVm: (options) => MatchVm.create({ ...options, budgets }) },
+      live: { game },
     });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

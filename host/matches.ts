@@ -1,13 +1,17 @@
 import type { Ctx } from '../runtime/context';
 import { byteLength, checkJoinCtx, FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
-import type { GameInfo, JsonObject, MatchRuntime, MatchServices, MatchVmOptions, ModeInfo, ScriptSource } from '../runtime/lua/api';
+import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../runtime/lua/api';
 import { recordFinishedMatch, type LiveMatches, type LiveMatchFilter, type LiveMatchStatus, type MatchListing } from '../runtime/matches';
+import type { LaneEvent } from './realtime/match/protocol';
+import { TICK_MS } from './realtime/match/runner';
+import type { ScriptPool } from './realtime/match/pool';
 import { scriptSend } from './script-bindings';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './ws';
 
-/** The match tick is fixed (spec part 1). */
-export const TICK_MS = 100;
+export { TICK_MS };
+/** Skipped ticks are logged at most this often, with the count since the last line. */
+const SKIP_LOG_EVERY_MS = 10_000;
 /** A match that never reaches `min_players` stops silently (wire-protocol 6). */
 const WAITING_TIMEOUT_MS = 60_000;
 /** A finished match lingers this long answering `not_in_match`, then is gone. */
@@ -17,15 +21,22 @@ const FINISHED_LINGER_MS = 5000;
 export interface GameHandle {
   readonly info: GameInfo;
   readonly source: ScriptSource;
+  /** Where it is on disk, for script workers to read it themselves; null without one. */
+  readonly dir: string | null;
 }
-
-export type VmFactory = (options: MatchVmOptions) => MatchRuntime;
 
 interface LiveMatch {
   id: string;
   mode: ModeInfo;
-  vm: MatchRuntime;
   status: LiveMatchStatus;
+  /** Settles once the VM is built and `init` ran (rejects with `match_start_failed`). */
+  ready: Promise<void>;
+  /** Joins sent to the script and not answered yet, by player (they hold a place against `max_players`). */
+  joining: Map<string, Promise<JoinedInfo>>;
+  /** A tick was sent and its outcome has not come back: the next one is skipped, not queued. */
+  inFlight: boolean;
+  /** The script's `init` succeeded (before that the match is neither listed nor joinable by id). */
+  started: boolean;
   /** Join order; the roster stays intact through the finished linger so broadcasts still arrive. */
   roster: Set<string>;
   /** Everyone ever admitted, for the finished record. */
@@ -44,6 +55,8 @@ export interface LatenessSummary {
   p50: number;
   p99: number;
   max: number;
+  /** Ticks that did not run because their match was a whole period behind (counted above as one period late). */
+  skipped: number;
 }
 
 /**
@@ -55,6 +68,7 @@ class LatenessHistogram {
   readonly #counts = new Uint32Array(LatenessHistogram.BUCKETS);
   #count = 0;
   #max = 0;
+  #skipped = 0;
 
   record(ms: number): void {
     const bucket = Math.min(LatenessHistogram.BUCKETS - 1, Math.max(0, Math.round(ms)));
@@ -63,14 +77,20 @@ class LatenessHistogram {
     if (ms > this.#max) this.#max = ms;
   }
 
+  skip(): void {
+    this.#skipped++;
+    this.record(TICK_MS);
+  }
+
   reset(): void {
     this.#counts.fill(0);
     this.#count = 0;
     this.#max = 0;
+    this.#skipped = 0;
   }
 
   summary(): LatenessSummary {
-    return { count: this.#count, p50: this.#quantile(0.5), p99: this.#quantile(0.99), max: this.#max };
+    return { count: this.#count, p50: this.#quantile(0.5), p99: this.#quantile(0.99), max: this.#max, skipped: this.#skipped };
   }
 
   /** The smallest bucket at or below which a share `q` of the ticks fall. */
@@ -89,34 +109,52 @@ class LatenessHistogram {
 /**
  * One shared timer wheel for every match: 100 slots of 1 ms make up the 100 ms
  * tick. A match lives in one slot and ticks when the wheel passes it, so a
- * thousand matches cost one timer, and new matches go to the emptiest slot so
- * the work spreads evenly over the period instead of piling up in one burst.
+ * thousand matches cost one timer. The wheel turns one slot per event-loop
+ * turn, so sockets and HTTP are served between slots however far behind it
+ * is; behind by a whole period, it drops the missed passes (every match
+ * skips those ticks) instead of running them back to back.
  */
 class TickWheel<T> {
   static readonly SLOTS = 100;
   static readonly SLOT_MS = TICK_MS / TickWheel.SLOTS;
+  /** A new match goes to the emptiest of the slots this many ms past one period from now. */
+  static readonly START_WINDOW = 10;
   readonly #slots: Set<T>[] = Array.from({ length: TickWheel.SLOTS }, () => new Set<T>());
+  /** Items whose first pass comes too soon: they tick from this instant on. */
+  readonly #firstDue = new Map<T, number>();
   #cursor = 0;
   #cursorAt = 0;
-  #timer: ReturnType<typeof setTimeout> | null = null;
+  #timer: { cancel(): void } | null = null;
   #count = 0;
-  /** Lateness of every tick (ms between its slot's due time and its start). */
-  readonly lateness = new LatenessHistogram();
 
   constructor(
     private readonly now: () => number,
-    private readonly run: (item: T, lateMs: number) => void,
+    private readonly run: (item: T, due: number) => void,
+    /** `periods` passes of every item were dropped. */
+    private readonly skip: (item: T, periods: number) => void,
+    /** After each slot: the batch of that slot goes out. */
+    private readonly afterSlot: () => void,
   ) {}
 
+  /**
+   * The first tick comes one period after `add`, at most START_WINDOW ms
+   * later: the item joins one of the slots about to turn and sits out that
+   * first pass.
+   */
   add(item: T): number {
-    let best = 0;
-    for (let i = 1; i < TickWheel.SLOTS; i++) if (this.#slots[i]!.size < this.#slots[best]!.size) best = i;
-    this.#slots[best]!.add(item);
     if (this.#count++ === 0) this.#start();
+    let best = this.#cursor;
+    for (let k = 1; k < TickWheel.START_WINDOW; k++) {
+      const i = (this.#cursor + k) % TickWheel.SLOTS;
+      if (this.#slots[i]!.size < this.#slots[best]!.size) best = i;
+    }
+    this.#slots[best]!.add(item);
+    this.#firstDue.set(item, this.now() + TICK_MS - TickWheel.SLOT_MS);
     return best;
   }
 
   remove(item: T, slot: number): void {
+    this.#firstDue.delete(item);
     if (this.#slots[slot]!.delete(item) && --this.#count === 0) this.#stop();
   }
 
@@ -126,58 +164,86 @@ class TickWheel<T> {
   }
 
   #stop(): void {
-    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#timer = null;
   }
 
   #arm(): void {
-    this.#timer = setTimeout(() => this.#turn(), Math.max(0, this.#cursorAt - this.now()));
+    const wait = this.#cursorAt - this.now();
+    if (wait > 0) {
+      const t = setTimeout(() => this.#turn(), wait);
+      this.#timer = { cancel: () => clearTimeout(t) };
+    } else {
+      // Overdue: still let the event loop serve I/O before the next slot.
+      const t = setImmediate(() => this.#turn());
+      this.#timer = { cancel: () => clearImmediate(t) };
+    }
   }
 
   #turn(): void {
     this.#timer = null;
-    // Catch up on every slot that fell due, so a slow turn delays ticks but never drops them.
-    while (this.#count > 0 && this.#cursorAt <= this.now()) {
-      const due = this.#cursorAt;
-      const slot = this.#slots[this.#cursor]!;
-      for (const item of [...slot]) {
-        const late = this.now() - due;
-        this.lateness.record(late);
-        this.run(item, late);
-      }
-      this.#cursor = (this.#cursor + 1) % TickWheel.SLOTS;
-      this.#cursorAt += TickWheel.SLOT_MS;
+    if (this.#count === 0) return;
+    const behind = this.now() - this.#cursorAt;
+    if (behind >= TICK_MS) {
+      const periods = Math.floor(behind / TICK_MS);
+      for (const slot of this.#slots) for (const item of slot) this.skip(item, periods);
+      this.#cursorAt += periods * TICK_MS;
     }
+    const due = this.#cursorAt;
+    for (const item of [...this.#slots[this.#cursor]!]) {
+      const first = this.#firstDue.get(item);
+      if (first !== undefined) {
+        if (due < first) continue;
+        this.#firstDue.delete(item);
+      }
+      this.run(item, due);
+    }
+    this.afterSlot();
+    this.#cursor = (this.#cursor + 1) % TickWheel.SLOTS;
+    this.#cursorAt += TickWheel.SLOT_MS;
     if (this.#count > 0) this.#arm();
   }
 
   close(): void {
     this.#stop();
     for (const s of this.#slots) s.clear();
+    this.#firstDue.clear();
     this.#count = 0;
   }
 }
 
 /**
- * Live matches of this node: one Lua VM per match, ticked by the shared wheel
- * (lua-scripting 5.2: queued inputs → reload check → tick → finish check →
- * `match.state` per player), plus the `match.*` frames of wire-protocol 6.
- * A player is in at most one match; joining another leaves the first.
+ * Live matches of this node, their `match.*` frames (wire-protocol 6) and
+ * their tick bookkeeping. The scripts run in the script pool (host/realtime/
+ * match/): each tick the wheel sends the match's queued inputs and a tick
+ * command to its lane, which runs lua-scripting 5.2's steps (inputs →
+ * reload check → tick → finish check → views) and sends back the encoded
+ * `match.state` frames. A player is in at most one match; joining another
+ * leaves the first.
  */
 export class MatchHost implements LiveMatches {
   readonly #matches = new Map<string, LiveMatch>();
   readonly #byPlayer = new Map<string, LiveMatch>();
   readonly #wheel: TickWheel<LiveMatch>;
+  readonly #lateness = new LatenessHistogram();
   readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
-  readonly #send: MatchServices['send'];
+  readonly #send: ReturnType<typeof scriptSend>;
+  #skippedSinceLog = 0;
+  #skipLoggedAt = 0;
 
   constructor(
     private readonly ctx: Ctx,
     private readonly sessions: SessionRegistry,
     private readonly game: GameHandle,
-    private readonly createVm: VmFactory,
+    private readonly pool: ScriptPool,
   ) {
-    this.#wheel = new TickWheel<LiveMatch>(() => ctx.clock.now(), (m) => this.#tick(m));
+    // Real time, not ctx.clock: the wheel schedules real timers, and lanes measure lateness against it.
+    this.#wheel = new TickWheel<LiveMatch>(
+      () => Date.now(),
+      (m, due) => this.#tick(m, due),
+      (_m, periods) => this.#skipped(periods),
+      () => pool.flush(),
+    );
     this.#send = scriptSend(sessions);
     // A player whose last socket closed leaves the match (no reconnect grace for matches).
     sessions.onPlayerGone((playerId) => this.leave(playerId));
@@ -189,29 +255,31 @@ export class MatchHost implements LiveMatches {
 
   /** Tick lateness since the last reset, for the benchmark and operators. */
   lateness(): LatenessSummary {
-    return this.#wheel.lateness.summary();
+    return this.#lateness.summary();
   }
 
   resetLateness(): void {
-    this.#wheel.lateness.reset();
+    this.#lateness.reset();
   }
 
   mode(name: string): ModeInfo | undefined {
     return this.game.info.modes.get(name);
   }
 
-  /** Starts a match of the mode in `waiting`: VM built and `init` run. Throws when that fails. */
-  create(modeName: string): LiveMatch {
+  /** Starts a match of the mode in `waiting`: VM built and `init` run. Rejects with `match_start_failed` when that fails. */
+  async create(modeName: string): Promise<LiveMatch> {
     const mode = this.mode(modeName);
     if (!mode || mode.kind !== 'match') throw new FrameError('not_found');
     if (this.#matches.size >= this.ctx.settings.match_max) throw new FrameError('match_capacity_reached');
     const id = this.ctx.ids.uuid();
-    const log = this.ctx.log.child({ match_id: id, mode: mode.name });
     const match: LiveMatch = {
       id,
       mode,
-      vm: undefined as unknown as MatchRuntime,
       status: 'waiting',
+      ready: Promise.resolve(),
+      joining: new Map(),
+      inFlight: false,
+      started: false,
       roster: new Set(),
       everJoined: new Set(),
       joinable: true,
@@ -219,32 +287,26 @@ export class MatchHost implements LiveMatches {
       slot: -1,
       waitingTimer: null,
     };
-    match.vm = this.createVm({
-      source: this.game.source,
-      mode,
-      matchId: id,
-      services: {
-        log,
-        limits: this.ctx.limits,
-        clock: this.ctx.clock,
-        ids: this.ctx.ids,
-        broadcast: (leaf, payload) => this.#toRoster(match, `{"type":${JSON.stringify(`match.${leaf}`)},"payload":${JSON.stringify(payload)}}`),
-        send: this.#send,
-        setJoinable: (joinable) => void (match.joinable = joinable),
-      },
-    });
-    const init = match.vm.init();
-    if (!init.ok) {
-      match.vm.close();
-      log.warn('match_init_failed', { kind: init.kind, message: init.message });
-      throw new FrameError('match_start_failed');
-    }
+    // Registered before the script answers: it counts against match_max, and concurrent find_or_create callers converge on it.
     this.#matches.set(id, match);
-    match.waitingTimer = setTimeout(() => {
-      if (match.status === 'waiting') this.#stop(match, 'waiting_timeout');
-    }, WAITING_TIMEOUT_MS);
-    match.waitingTimer.unref();
-    log.info('match_created', {});
+    this.pool.assign(id);
+    match.ready = this.pool.create(id, mode).then((answer) => {
+      if (!answer.ok) {
+        match.status = 'finished';
+        this.#matches.delete(id);
+        this.pool.release(id);
+        throw new FrameError('match_start_failed');
+      }
+      match.started = true;
+      if (match.status !== 'waiting') return;
+      match.waitingTimer = setTimeout(() => {
+        if (match.status === 'waiting') this.#stop(match, 'waiting_timeout');
+      }, WAITING_TIMEOUT_MS);
+      match.waitingTimer.unref();
+      this.ctx.log.info('match_created', { match_id: id, mode: mode.name });
+    });
+    match.ready.catch(() => {});
+    await match.ready;
     return match;
   }
 
@@ -252,16 +314,30 @@ export class MatchHost implements LiveMatches {
    * Puts the player into the match after the match's own checks (locked, full,
    * the script's `join`). Spends no join token: callers decide that.
    */
-  joinInto(match: LiveMatch, playerId: string, ctx: JsonObject = {}): JoinedInfo {
+  async joinInto(match: LiveMatch, playerId: string, ctx: JsonObject = {}): Promise<JoinedInfo> {
+    await match.ready;
     if (match.status === 'finished') throw new FrameError('not_in_match');
     if (match.roster.has(playerId)) return this.#info(match);
+    const pending = match.joining.get(playerId);
+    if (pending) return pending;
     if (!match.joinable) throw new FrameError('match_locked');
-    if (match.roster.size >= match.mode.max_players) throw new FrameError('match_full');
+    if (match.roster.size + match.joining.size >= match.mode.max_players) throw new FrameError('match_full');
     if (match.status === 'paused') throw new FrameError('match_paused');
-    const r = match.vm.join(playerId, ctx);
+    const joined = this.#join(match, playerId, ctx);
+    match.joining.set(playerId, joined);
+    try {
+      return await joined;
+    } finally {
+      match.joining.delete(playerId);
+    }
+  }
+
+  async #join(match: LiveMatch, playerId: string, ctx: JsonObject): Promise<JoinedInfo> {
+    const r = await this.pool.join(match.id, playerId, ctx);
+    if (match.status === 'finished') throw new FrameError('not_in_match');
     if (!r.ok) {
       if (r.refused) throw new FrameError('join_refused', { details: r.reason ? { refused_reason: r.reason } : {} });
-      if (r.kind === 'budget') throw new FrameError('timeout');
+      if (isLimitKind(r.kind)) throw new FrameError('timeout');
       throw new FrameError('internal');
     }
     const previous = this.#byPlayer.get(playerId);
@@ -279,16 +355,15 @@ export class MatchHost implements LiveMatches {
     if (!match) return;
     this.#byPlayer.delete(playerId);
     if (match.status === 'finished') return;
-    const r = match.vm.leave(playerId);
-    if (!r.ok) this.ctx.log.warn('match_leave_failed', { match_id: match.id, kind: r.kind });
+    this.pool.leave(match.id, playerId);
     match.roster.delete(playerId);
-    if (match.roster.size === 0) this.#stop(match, 'empty');
+    if (match.roster.size === 0 && match.joining.size === 0) this.#stop(match, 'empty');
   }
 
   list(filter: LiveMatchFilter): MatchListing[] {
     const out: MatchListing[] = [];
     for (const m of this.#matches.values()) {
-      if (!m.mode.listed || (m.status !== 'waiting' && m.status !== 'running')) continue;
+      if (!m.started || !m.mode.listed || (m.status !== 'waiting' && m.status !== 'running')) continue;
       if (filter.mode !== undefined && m.mode.name !== filter.mode) continue;
       if (filter.hasCapacity && m.roster.size >= m.mode.max_players) continue;
       if (filter.joinable !== undefined && m.joinable !== filter.joinable) continue;
@@ -315,12 +390,52 @@ export class MatchHost implements LiveMatches {
   close(): void {
     this.#wheel.close();
     for (const t of this.#lingering) clearTimeout(t);
-    for (const m of this.#matches.values()) {
-      if (m.waitingTimer) clearTimeout(m.waitingTimer);
-      m.vm.close();
-    }
+    for (const m of this.#matches.values()) if (m.waitingTimer) clearTimeout(m.waitingTimer);
     this.#matches.clear();
     this.#byPlayer.clear();
+  }
+
+  /** What the lanes report: state frames, script effects, finished matches. */
+  onLaneEvent(e: LaneEvent): void {
+    switch (e.k) {
+      case 'log':
+        return this.ctx.log[e.level](e.event, e.fields);
+      case 'send':
+        return this.#send(e.playerId, e.message);
+      case 'answer':
+        return;
+    }
+    const match = this.#matches.get(e.matchId);
+    if (!match) return;
+    switch (e.k) {
+      case 'state':
+        match.inFlight = false;
+        this.#lateness.record(e.lateMs);
+        if (match.status !== 'running') return;
+        if (e.shared !== null) return this.#toRoster(match, e.shared);
+        for (const [playerId, text] of e.views) if (match.roster.has(playerId)) this.sessions.pushText(playerId, text);
+        return;
+      case 'skipped':
+        match.inFlight = false;
+        return this.#skipped(1);
+      case 'finished':
+        match.inFlight = false;
+        if (match.status !== 'finished') this.#finish(match, e.result);
+        return;
+      case 'broadcast':
+        return this.#toRoster(match, e.text);
+      case 'joinable':
+        match.joinable = e.joinable;
+        return;
+    }
+  }
+
+  /** A script worker died: its matches end in error, and their players are told. */
+  onLanesLost(matchIds: string[]): void {
+    for (const id of matchIds) {
+      const match = this.#matches.get(id);
+      if (match && match.status !== 'finished' && match.started) this.#finish(match, { status: 'error', reason: 'worker_lost' });
+    }
   }
 
   // ---- frames -------------------------------------------------------------
@@ -345,20 +460,20 @@ export class MatchHost implements LiveMatches {
     return { type: 'match.list', payload: { matches: this.list(filter) } };
   }
 
-  #joinFrame(session: Session, frame: ClientFrame): Reply {
+  async #joinFrame(session: Session, frame: ClientFrame): Promise<Reply> {
     const p = frame.payload;
     if (!frame.hasPayload || (isPlainObject(p) && !('match_id' in p))) throw new FrameError('unknown_type');
     if (!isPlainObject(p)) throw new FrameError('invalid_payload');
     const playerId = session.playerId!;
     // A lookup miss answers before the join bucket is touched (wire-protocol 6.3).
     const match = typeof p.match_id === 'string' ? this.#matches.get(p.match_id) : undefined;
-    if (!match) throw new FrameError('match_not_found');
+    if (!match || !match.started) throw new FrameError('match_not_found');
     this.#spendJoin(playerId);
     const joinCtx = 'ctx' in p ? checkJoinCtx(p.ctx) : {};
-    return { type: 'match.joined', payload: this.joinInto(match, playerId, joinCtx) };
+    return { type: 'match.joined', payload: await this.joinInto(match, playerId, joinCtx) };
   }
 
-  #findOrCreateFrame(session: Session, frame: ClientFrame): Reply {
+  async #findOrCreateFrame(session: Session, frame: ClientFrame): Promise<Reply> {
     const p = frame.payload;
     if (!frame.hasPayload || (isPlainObject(p) && !('mode' in p))) throw new FrameError('unknown_type');
     if (!isPlainObject(p)) throw new FrameError('invalid_payload');
@@ -370,21 +485,20 @@ export class MatchHost implements LiveMatches {
     if (!mode) throw new FrameError('not_found');
     if (mode.kind !== 'match') throw new FrameError('wrong_mode_type');
     if (!mode.quick_play) throw new FrameError('quick_play_disabled');
-    // The fullest match with room wins, so concurrent callers converge (the loop is single-threaded).
+    // The fullest match with room wins, so concurrent callers converge on it, a match still starting included.
     let best: LiveMatch | null = null;
     for (const m of this.#matches.values()) {
       if (m.mode.name !== mode.name || !m.joinable || (m.status !== 'waiting' && m.status !== 'running')) continue;
-      if (m.roster.size >= m.mode.max_players || m.roster.has(playerId)) {
-        if (m.roster.has(playerId)) return { type: 'match.joined', payload: this.#info(m) };
-        continue;
-      }
-      if (!best || m.roster.size > best.roster.size) best = m;
+      if (m.roster.has(playerId) || m.joining.has(playerId)) return { type: 'match.joined', payload: await this.joinInto(m, playerId, joinCtx) };
+      const taken = m.roster.size + m.joining.size;
+      if (taken >= m.mode.max_players) continue;
+      if (!best || taken > best.roster.size + best.joining.size) best = m;
     }
     if (!best) {
       if (this.#matches.size >= this.ctx.settings.match_max) throw new FrameError('match_capacity_reached');
-      best = this.create(mode.name);
+      best = await this.create(mode.name);
     }
-    return { type: 'match.joined', payload: this.joinInto(best, playerId, joinCtx) };
+    return { type: 'match.joined', payload: await this.joinInto(best, playerId, joinCtx) };
   }
 
   #inputFrame(session: Session, frame: ClientFrame): null {
@@ -396,7 +510,7 @@ export class MatchHost implements LiveMatches {
       throw new FrameError('not_in_match', { frameType: 'match.input', echoCid: false });
     }
     // Waiting or paused: the frame was delivered, but there is no tick to apply it to.
-    if (match.status === 'running') match.vm.input(session.playerId!, input);
+    if (match.status === 'running') this.pool.input(match.id, session.playerId!, input);
     return null;
   }
 
@@ -414,30 +528,34 @@ export class MatchHost implements LiveMatches {
     match.slot = this.#wheel.add(match);
   }
 
-  #tick(match: LiveMatch): void {
+  #tick(match: LiveMatch, due: number): void {
     if (match.status !== 'running') return;
-    let r;
-    try {
-      r = match.vm.tick();
-    } catch (err) {
-      // The VM contains script failures itself; reaching here is a host bug. Keep the node alive.
-      this.ctx.log.error('match_tick_crashed', { match_id: match.id, error: err });
-      return this.#finish(match, { status: 'error', reason: 'internal' });
-    }
-    if (r.finished) return this.#finish(match, r.finished.result);
-    for (const playerId of match.roster) {
-      if (!this.sessions.isOnline(playerId)) continue;
-      this.sessions.pushText(playerId, `{"type":"match.state","payload":${match.vm.viewJson(playerId)}}`);
-    }
+    // The lane has not answered the previous tick (a script at its deadline): skip, never queue.
+    if (match.inFlight) return this.#skipped(1);
+    match.inFlight = true;
+    this.pool.tick(match.id, due);
+  }
+
+  /** Counted in the lateness histogram; logged at most once per SKIP_LOG_EVERY_MS with the count since. */
+  #skipped(ticks: number): void {
+    for (let i = 0; i < ticks; i++) this.#lateness.skip();
+    this.#skippedSinceLog += ticks;
+    const now = Date.now();
+    if (now - this.#skipLoggedAt < SKIP_LOG_EVERY_MS) return;
+    this.ctx.log.warn('match_ticks_skipped', { ticks: this.#skippedSinceLog, since_ms: this.#skipLoggedAt ? now - this.#skipLoggedAt : null });
+    this.#skippedSinceLog = 0;
+    this.#skipLoggedAt = now;
   }
 
   #finish(match: LiveMatch, result: Record<string, unknown>): void {
+    if (match.status === 'running') this.#wheel.remove(match, match.slot);
+    if (match.waitingTimer) clearTimeout(match.waitingTimer);
     match.status = 'finished';
-    this.#wheel.remove(match, match.slot);
+    this.pool.release(match.id);
     const finishedAt = new Date(this.ctx.clock.now());
     this.#toRoster(match, JSON.stringify({ type: 'match.finished', payload: { match_id: match.id, result } }));
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
-    this.ctx.log.info('match_finished', { match_id: match.id, mode: match.mode.name, players: match.roster.size });
+    this.ctx.log.info('match_finished', { match_id: match.id, mode: match.mode.name, players: match.roster.size, status: result.status ?? null, reason: result.reason ?? null });
     recordFinishedMatch(this.ctx.db, {
       id: match.id,
       mode: match.mode.name,
@@ -450,7 +568,6 @@ export class MatchHost implements LiveMatches {
     const t = setTimeout(() => {
       this.#lingering.delete(t);
       this.#matches.delete(match.id);
-      match.vm.close();
     }, FINISHED_LINGER_MS);
     t.unref();
     this.#lingering.add(t);
@@ -463,7 +580,7 @@ export class MatchHost implements LiveMatches {
     match.status = 'finished';
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
     this.#matches.delete(match.id);
-    match.vm.close();
+    this.pool.release(match.id);
     this.ctx.log.info('match_stopped', { match_id: match.id, reason: why });
   }
 

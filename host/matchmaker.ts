@@ -24,6 +24,8 @@ const SKILL_WIDEN_STEP = 50;
 const DEFAULT_SKILL = 1000;
 const MAX_START_ATTEMPTS = 3;
 const START_SLICE_MS = 10;
+/** Match starts awaiting their script lane at once. */
+const START_CONCURRENCY = 32;
 
 /**
  * The node-local matchmaker (spec 4.8, wire-protocol 5). Tickets live only in
@@ -43,6 +45,7 @@ export class Matchmaker implements LiveMatchmaker {
   /** Groups formed but not yet started (see `#drainStarts`). */
   readonly #starts: { mode: ModeInfo; group: Ticket[] }[] = [];
   #draining = false;
+  #startsInFlight = 0;
 
   constructor(
     private readonly ctx: Ctx,
@@ -133,11 +136,16 @@ export class Matchmaker implements LiveMatchmaker {
     this.#draining = true;
     const slice = () => {
       const until = performance.now() + START_SLICE_MS;
-      while (this.#starts.length > 0 && performance.now() < until) {
+      while (this.#starts.length > 0 && this.#startsInFlight < START_CONCURRENCY && performance.now() < until) {
         const next = this.#starts.shift()!;
-        this.#startGroup(next.mode, next.group);
+        // Script lanes build VMs asynchronously; a bounded number in flight keeps a big pass from flooding them.
+        this.#startsInFlight++;
+        void this.#startGroup(next.mode, next.group).finally(() => {
+          this.#startsInFlight--;
+          if (this.#timer !== null) this.#drainStarts();
+        });
       }
-      if (this.#starts.length > 0 && this.#timer !== null) setImmediate(slice);
+      if (this.#starts.length > 0 && this.#startsInFlight < START_CONCURRENCY && this.#timer !== null) setImmediate(slice);
       else this.#draining = false;
     };
     slice();
@@ -223,10 +231,10 @@ export class Matchmaker implements LiveMatchmaker {
     return groups;
   }
 
-  #startGroup(mode: ModeInfo, group: Ticket[]): void {
+  async #startGroup(mode: ModeInfo, group: Ticket[]): Promise<void> {
     let match;
     try {
-      match = this.matches.create(mode.name);
+      match = await this.matches.create(mode.name);
     } catch (err) {
       this.ctx.log.warn('matchmaker_start_failed', { mode: mode.name, error: err instanceof Error ? err.message : String(err) });
       for (const t of group) {
@@ -247,7 +255,7 @@ export class Matchmaker implements LiveMatchmaker {
     const players = group.map((t) => t.playerId);
     for (const t of group) {
       try {
-        this.matches.joinInto(match, t.playerId);
+        await this.matches.joinInto(match, t.playerId);
       } catch (err) {
         // A refused player is still told about the match it was grouped into (lua-scripting 10).
         this.ctx.log.info('matchmaker_join_failed', { match_id: match.id, player_id: t.playerId, reason: err instanceof FrameError ? err.reason : String(err) });

@@ -163,9 +163,9 @@ const rawSchema = z
       .default({ init_tick: 1_000_000, other: 200_000 }),
     /** Wall-clock ms one Lua callback may run (docs/decisions/0021); the maximums are the reference's ceilings. */
     lua_time_budget_ms: z
-      .object({ init_tick: positiveInt.max(500).default(30), other: positiveInt.max(200).default(10) })
+      .object({ init_tick: positiveInt.max(500).default(30), other: positiveInt.max(200).default(20) })
       .strict()
-      .default({ init_tick: 30, other: 10 }),
+      .default({ init_tick: 30, other: 20 }),
     /** MiB one Lua callback may grow the heap (JavaScript heap plus external memory) by. */
     lua_heap_budget_mb: positiveInt.max(4096).default(32),
     /** Ticks in a row on which a match's callbacks hit a limit before it finishes with `script_budget`. */

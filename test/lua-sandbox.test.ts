@@ -118,18 +118,20 @@ function drive(target: (typeof CALLBACKS)[number], body: string) {
   return { result: view === '{}' ? { ok: false } : { ok: true }, vm, recorded };
 }
 
-const BOMBS: [string, string, string][] = [
-  ['infinite loop', 'while true do end', 'budget'],
-  ['loop under pcall', 'while true do pcall(function() while true do end end) end', 'budget'],
-  ['runtime error', 'error("scripted failure")', 'error'],
-  ['string doubling', 'local s = "x" while true do s = s .. s end', 'memory'],
-  ['string doubling under pcall', 'local s = "x" for i = 1, 64 do pcall(function() s = s .. s end) end', 'memory'],
-  ['string.rep 2^31', 'local s = string.rep("x", 2^31)', 'error'],
-  ['huge table.concat', 'local t = {} local s = string.rep("x", 1000000) for i = 1, 100 do t[i] = s end local r = table.concat(t)', 'memory'],
-  ['huge gsub', 'local s = string.rep("x", 100000) local r = s:gsub("x", "yyyyyyyyyyyyyyyyyyyy")', 'memory'],
-  ['deep recursion', 'local function f(n) return f(n + 1) + 1 end f(1)', 'memory'],
-  ['table growth', 'local t = {} local i = 0 while true do i = i + 1 t[i] = { i } end', 'budget'],
-  ['coroutine loop', 'coroutine.wrap(function() while true do end end)()', 'budget'],
+/** A loop ends on whichever comes first: its deadline or its instruction count (JIT warm-up moves the race). */
+const LOOP = /^(timeout|instructions_exhausted)$/;
+const BOMBS: [string, string, RegExp][] = [
+  ['infinite loop', 'while true do end', LOOP],
+  ['loop under pcall', 'while true do pcall(function() while true do end end) end', LOOP],
+  ['runtime error', 'error("scripted failure")', /^error$/],
+  ['string doubling', 'local s = "x" while true do s = s .. s end', /^heap_exhausted$/],
+  ['string doubling under pcall', 'local s = "x" for i = 1, 64 do pcall(function() s = s .. s end) end', /^heap_exhausted$/],
+  ['string.rep 2^31', 'local s = string.rep("x", 2^31)', /^error$/],
+  ['huge table.concat', 'local t = {} local s = string.rep("x", 1000000) for i = 1, 100 do t[i] = s end local r = table.concat(t)', /^heap_exhausted$/],
+  ['huge gsub', 'local s = string.rep("x", 100000) local r = s:gsub("x", "yyyyyyyyyyyyyyyyyyyy")', /^heap_exhausted$/],
+  ['deep recursion', 'local function f(n) return f(n + 1) + 1 end f(1)', /^heap_exhausted$/],
+  ['table growth', 'local t = {} local i = 0 while true do i = i + 1 t[i] = { i } end', LOOP],
+  ['coroutine loop', 'coroutine.wrap(function() while true do end end)()', LOOP],
 ];
 
 describe('hostile scripts lose only the call', () => {
@@ -151,7 +153,42 @@ describe('hostile scripts lose only the call', () => {
 
   it.each(BOMBS)('%s reports its failure class', (_name, body, kind) => {
     const { result } = drive('tick', body);
-    expect(result).toMatchObject({ ok: false, kind });
+    expect(result).toMatchObject({ ok: false, kind: expect.stringMatching(kind) });
+  });
+
+  it('each limit reports its own class: deadline, heap, instructions', () => {
+    const unbounded = { heavy: 1e12, heavyMs: 60_000, heapBytes: 1e12 };
+    const slow = vmOf(PASSIVE + 'function tick(state) local t = {} local i = 0 while true do i = i + 1 t[i % 1000 + 1] = { i } end end', {
+      budgets: { ...unbounded, heavyMs: 40 },
+    }).vm;
+    slow.init();
+    const started = Date.now();
+    expect(slow.tick().tick).toMatchObject({ ok: false, kind: 'timeout' });
+    expect(Date.now() - started).toBeLessThan(2000);
+    const hoard = vmOf(PASSIVE + 'function tick(state) local t = {} for i = 1, 1e9 do t[i] = string.rep("x", 1000000) .. i end end', {
+      budgets: { ...unbounded, heapBytes: 16 * 1024 * 1024 },
+    }).vm;
+    hoard.init();
+    expect(hoard.tick().tick).toMatchObject({ ok: false, kind: 'heap_exhausted' });
+    const counted = vmOf(PASSIVE + 'function tick(state) while true do end end', { budgets: { ...unbounded, heavy: 100_000 } }).vm;
+    counted.init();
+    expect(counted.tick().tick).toMatchObject({ ok: false, kind: 'instructions_exhausted' });
+  });
+
+  it('one tick shares one deadline: inputs, tick and views together stop at the heavy deadline', () => {
+    const { vm } = vmOf(PASSIVE + `
+      function handle_input(id, input, state) while true do end end
+      function tick(state) while true do end end
+      function get_state(id, state) while true do end end`, { budgets: { heavy: 1e12, light: 1e12, heavyMs: 60, lightMs: 50, heapBytes: 1e12 } });
+    vm.init();
+    vm.join('a');
+    for (let i = 0; i < 5; i++) vm.input('a', { n: i });
+    const started = Date.now();
+    vm.tick();
+    vm.viewJson('a');
+    // Five inputs at 50 ms each, a tick and a view would take 360 ms without the shared cap.
+    expect(Date.now() - started).toBeLessThan(200);
+    expect(vm.takeLimitFailure()).toMatchObject({ kind: 'timeout' });
   });
 
   it('the failing VM keeps its state and works at its next call', () => {
@@ -165,7 +202,7 @@ describe('hostile scripts lose only the call', () => {
     vm.init();
     vm.join('a');
     expect(vm.tick().tick.ok).toBe(true);
-    expect(vm.tick().tick).toMatchObject({ ok: false, kind: 'budget' });
+    expect(vm.tick().tick).toMatchObject({ ok: false, kind: expect.stringMatching(LOOP) });
     expect(vm.tick().tick.ok).toBe(true);
     expect(vm.viewJson('a')).toBe('{"n":3}');
   });
@@ -177,6 +214,6 @@ describe('hostile scripts lose only the call', () => {
     expect(roomy.tick().tick.ok).toBe(true);
     const tight = vmOf(script, { budgets: { heavy: 50_000 } }).vm;
     tight.init();
-    expect(tight.tick().tick).toMatchObject({ ok: false, kind: 'budget' });
+    expect(tight.tick().tick).toMatchObject({ ok: false, kind: 'instructions_exhausted' });
   });
 });

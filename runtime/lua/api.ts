@@ -15,8 +15,9 @@
  *   vm.finished()                   -> null | { result }
  *   vm.close()
  *
- * Every callback runs synchronously under an instruction budget; a script
- * that errors, loops or allocates without bound loses that call only.
+ * Every callback runs synchronously under an instruction budget, a
+ * wall-clock deadline and a heap bound; a script that errors, loops or
+ * allocates without bound loses that call only.
  *
  * Where things live:
  *   runtime/lua/game.ts    loadGame(source, operatorModes?): GameInfo   (throws GameLoadError)
@@ -86,12 +87,22 @@ export class GameLoadError extends Error {
   }
 }
 
-/** Per-callback instruction budgets (decision 4). */
+/**
+ * Per-callback limits (decision 4 and the ceilings of the reference's
+ * per-callback table): an instruction count, a wall-clock deadline and a
+ * heap growth bound; whichever is reached first stops the call.
+ */
 export interface Budgets {
-  /** `init`, `tick` and script (re)evaluation. Default 1,000,000. */
+  /** Instructions for `init`, `tick` and script (re)evaluation. Default 1,000,000. */
   heavy: number;
-  /** Every other callback. Default 200,000. */
+  /** Instructions for every other callback. Default 200,000. */
   light: number;
+  /** Wall-clock ms for `init`, `tick` and (re)evaluation; also caps the whole of one match tick. */
+  heavyMs: number;
+  /** Wall-clock ms for every other callback (`join`, `leave`, `handle_input`, `get_state`, an RPC method). */
+  lightMs: number;
+  /** Bytes one call may grow the heap (JavaScript heap plus external memory) by. */
+  heapBytes: number;
 }
 
 /**
@@ -152,8 +163,17 @@ export interface MatchVmOptions {
   budgets?: Partial<Budgets>;
 }
 
-/** Why a callback failed. `budget`: instruction budget spent; `memory`: a string/stack bound hit. */
-export type FailureKind = 'error' | 'budget' | 'memory' | 'malformed';
+/**
+ * Why a callback failed (the `reason_class` of its log line). The three
+ * limit kinds: `timeout` (wall-clock deadline), `heap_exhausted` (heap
+ * budget, string length or stack depth), `instructions_exhausted`.
+ */
+export type FailureKind = 'error' | 'malformed' | LimitKind;
+export type LimitKind = 'timeout' | 'heap_exhausted' | 'instructions_exhausted';
+
+export function isLimitKind(kind: FailureKind): kind is LimitKind {
+  return kind === 'timeout' || kind === 'heap_exhausted' || kind === 'instructions_exhausted';
+}
 export type CallResult = { ok: true } | { ok: false; kind: FailureKind; message: string };
 
 export type JoinResult =
@@ -197,6 +217,8 @@ export interface MatchRuntime {
   finished(): MatchOutcome | null;
   /** Re-evaluates the script now (hot reload). The state survives; a broken file keeps the old code. */
   reload(): { ok: true } | { ok: false; error: string };
+  /** The last callback a limit stopped since the previous ask, or null. */
+  takeLimitFailure(): { callback: string; kind: LimitKind } | null;
   close(): void;
 }
 
@@ -220,7 +242,15 @@ export const RESERVED_LEAVES: ReadonlySet<string> = new Set([
   'vote_vetoed',
 ]);
 
-export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000 };
+/**
+ * The deadlines keep one worker's other matches on their 100 ms cadence: a
+ * match that hits its cap every tick takes at most 30 ms of each period
+ * (docs/decisions/0021). The reference's per-callback ceilings (500 ms for
+ * `tick`, 200 ms for `join`) are the most an operator may set.
+ */
+export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000, heavyMs: 30, lightMs: 20, heapBytes: 32 * 1024 * 1024 };
+/** Upper bounds for the operator's deadlines (lua-scripting's per-callback table). */
+export const DEADLINE_CEILINGS_MS = { heavy: 500, light: 200 } as const;
 
 /** Serialised state or view above this ends the match with `state_too_large` (decision 4). */
 export const STATE_LIMIT_BYTES = 1024 * 1024;

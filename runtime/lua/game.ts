@@ -11,14 +11,24 @@ import {
   type JsonObject,
   type ModeInfo,
   type OperatorModes,
+  type ScriptServices,
   type ScriptSource,
+  RPC_SCRIPT,
 } from './api';
+import { silentLogger } from '../log';
 import { isObjectJson, jsString, toJson } from './marshal';
+import { ScriptRpc } from './rpc';
 import { lauxlib, lua, Sandbox, to_luastring } from './vm';
 
 export const MULTI_MODE_MANIFEST = 'config.lua';
 export const SINGLE_MODE_SCRIPT = 'match.lua';
 export const SINGLE_MODE_NAME = 'default';
+/**
+ * Deadline of one body probe. Probes run on the main thread at boot and on a
+ * live rescan after an edit, so they get the heavy callback deadline, not
+ * the reference's 2 s loader ceiling.
+ */
+const LOADER_MS = DEFAULT_BUDGETS.heavyMs;
 
 /** Directory part of a game-relative path ('' for the root). */
 export function dirOf(file: string): string {
@@ -45,10 +55,19 @@ export function evaluateScript(source: ScriptSource, file: string): Sandbox {
   const sandbox = new Sandbox({ source, baseDir: dirOf(file) });
   const compiled = sandbox.compile(text, '@' + file);
   if (!compiled.ok) throw new GameLoadError(file, `script_load_failed: ${compiled.message}`);
-  const ran = sandbox.call(0, DEFAULT_BUDGETS.heavy);
+  const ran = sandbox.call(0, DEFAULT_BUDGETS.heavy, LOADER_MS);
   if (!ran.ok) throw new GameLoadError(file, `script_load_failed: ${ran.message}`);
   return sandbox;
 }
+
+/** What a probe VM reaches: nothing leaves it (lua-scripting 7.1: probes change nothing). */
+const PROBE_SERVICES: ScriptServices = {
+  log: silentLogger,
+  limits: { take: () => ({ ok: false, retryAfterMs: 0 }), check: () => ({ ok: false, retryAfterMs: 0 }) },
+  clock: { now: () => Date.now() },
+  ids: { uuid: () => '00000000-0000-7000-8000-000000000000' },
+  send: () => {},
+};
 
 /** Reads globals off a sandbox whose body has run. */
 class Globals {
@@ -140,6 +159,8 @@ function readMode(source: ScriptSource, name: string, file: string, operator: Js
  * set on a live rescan).
  */
 export function loadGame(source: ScriptSource, operatorModes: OperatorModes = {}): GameInfo {
+  const rpcError = new ScriptRpc({ source, services: PROBE_SERVICES }).loadError();
+  if (rpcError !== null) throw new GameLoadError(RPC_SCRIPT, `script_load_failed: ${rpcError}`);
   const notices: GameInfo['notices'] = [];
   const modes = new Map<string, ModeInfo>();
   if (source.read(MULTI_MODE_MANIFEST) !== null) {
@@ -184,7 +205,7 @@ function evaluateManifest(source: ScriptSource): Sandbox {
   sandbox.setGlobalFunction('require', (L) => lauxlib.luaL_error(L, to_luastring('require is not available in config.lua')));
   const compiled = sandbox.compile(text, '@' + file);
   if (!compiled.ok) throw new GameLoadError(file, compiled.message);
-  const ran = sandbox.call(0, DEFAULT_BUDGETS.heavy);
+  const ran = sandbox.call(0, DEFAULT_BUDGETS.heavy, LOADER_MS);
   if (!ran.ok) throw new GameLoadError(file, ran.message);
   const L = sandbox.L;
   if (ran.results < 1 || lua.lua_type(L, -ran.results) !== lua.LUA_TTABLE) {

@@ -9,8 +9,10 @@ import {
   type Budgets,
   type CallResult,
   type FailureKind,
+  isLimitKind,
   type JoinResult,
   type JsonObject,
+  type LimitKind,
   type MatchOutcome,
   type MatchRuntime,
   type MatchServices,
@@ -23,8 +25,6 @@ import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushRegistr
 import { installGameTable } from './script-api';
 import { lauxlib, lua, Sandbox, type Outcome } from './vm';
 
-const HEAVY_MS = 500;
-const LIGHT_MS = 200;
 /** The state itself is measured every this many ticks; views are measured every time. */
 const STATE_CHECK_EVERY = 10;
 const REASON_MAX = 64;
@@ -62,6 +62,8 @@ export class MatchVm implements MatchRuntime {
   private closed = false;
   /** The shared strategy's view of the current tick. */
   private sharedView: string | null = null;
+  /** The last callback stopped by a limit since `takeLimitFailure` was last asked. */
+  private limitFailure: { callback: Callback; kind: LimitKind } | null = null;
 
   private constructor(options: MatchVmOptions) {
     this.options = options;
@@ -69,7 +71,7 @@ export class MatchVm implements MatchRuntime {
     this.mode = options.mode;
     this.services = options.services;
     this.budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
-    this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.mode.file) });
+    this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.mode.file), heapBudget: this.budgets.heapBytes });
     this.L = this.sandbox.L;
     installGameTable(this.sandbox, {
       kind: 'match',
@@ -94,15 +96,16 @@ export class MatchVm implements MatchRuntime {
   /** Compiles and runs the script body in this VM (creation and hot reload). */
   private evaluate(): { ok: true } | { ok: false; error: string } {
     this.revision = this.options.source.revision?.(this.mode.file);
-    return this.sandbox.runFile(this.mode.file, this.budgets.heavy, HEAVY_MS);
+    return this.sandbox.runFile(this.mode.file, this.budgets.heavy, this.budgets.heavyMs);
   }
 
   init(): CallResult {
     const L = this.L;
     const config: JsonObject = { ...this.mode.operator, match_id: this.matchId, mode: this.mode.name };
+    this.sandbox.cap = Infinity;
     if (!this.pushCallback(NAMES.init)) return this.fail('init', 'error', 'the script defines no init function');
     pushJson(L, config);
-    const out = this.sandbox.call(1, this.budgets.heavy, HEAVY_MS);
+    const out = this.sandbox.call(1, this.budgets.heavy, this.budgets.heavyMs);
     if (!out.ok) return this.fail('init', out.kind, out.message);
     if (out.results < 1 || lua.lua_type(L, -out.results) !== lua.LUA_TTABLE) {
       lua.lua_settop(L, 0);
@@ -115,6 +118,7 @@ export class MatchVm implements MatchRuntime {
 
   join(playerId: string, ctx: JsonObject = {}): JoinResult {
     const L = this.L;
+    this.sandbox.cap = Infinity;
     if (!this.pushCallback(NAMES.join)) {
       const failed = this.fail('join', 'error', 'the script defines no join function');
       return { ok: false, refused: false, kind: 'error', message: failed.ok ? '' : failed.message };
@@ -123,7 +127,7 @@ export class MatchVm implements MatchRuntime {
     pushStringObject(L, id);
     this.pushState();
     pushJson(L, ctx);
-    const out = this.sandbox.call(3, this.budgets.light, LIGHT_MS);
+    const out = this.sandbox.call(3, this.budgets.light, this.budgets.lightMs);
     if (!out.ok) {
       this.fail('join', out.kind, out.message);
       return { ok: false, refused: false, kind: out.kind, message: out.message };
@@ -154,18 +158,25 @@ export class MatchVm implements MatchRuntime {
     const id = this.roster.get(playerId) ?? stringObject(playerId);
     // The player is gone whatever the script says (lua-scripting 4.4).
     this.roster.delete(playerId);
+    this.sandbox.cap = Infinity;
     if (!this.pushCallback(NAMES.leave)) return { ok: true };
     pushStringObject(this.L, id);
     this.pushState();
-    return this.stateCall('leave', 2, this.budgets.light, LIGHT_MS);
+    return this.stateCall('leave', 2, this.budgets.light, this.budgets.lightMs);
   }
 
   input(playerId: string, input: JsonObject): void {
     this.queue.push([playerId, input]);
   }
 
+  /**
+   * One tick. Its inputs, reload, `tick` and the views asked for after it
+   * share one deadline (the heavy one), so a match costs its worker at most
+   * that much per tick however its callbacks misbehave.
+   */
   tick(): TickResult {
     this.sharedView = null;
+    this.sandbox.cap = Date.now() + this.budgets.heavyMs;
     let inputFailures = 0;
     // Inputs first, in arrival order, with the code they were sent against.
     const queued = this.queue.splice(0, this.queue.length);
@@ -174,15 +185,15 @@ export class MatchVm implements MatchRuntime {
       pushStringObject(this.L, this.roster.get(playerId) ?? stringObject(playerId));
       pushJson(this.L, input);
       this.pushState();
-      if (!this.stateCall('handle_input', 3, this.budgets.light, LIGHT_MS).ok) inputFailures++;
+      if (!this.stateCall('handle_input', 3, this.budgets.light, this.budgets.lightMs).ok) inputFailures++;
     }
     const source = this.options.source;
-    if (source.revision && source.revision(this.mode.file) !== this.revision) this.reload();
+    if (source.revision && source.revision(this.mode.file) !== this.revision) this.reevaluate();
 
     let tick: CallResult = { ok: true };
     if (this.pushCallback(NAMES.tick)) {
       this.pushState();
-      tick = this.stateCall('tick', 1, this.budgets.heavy, HEAVY_MS);
+      tick = this.stateCall('tick', 1, this.budgets.heavy, this.budgets.heavyMs);
     }
     this.ticks++;
     this.checkFinished();
@@ -204,7 +215,7 @@ export class MatchVm implements MatchRuntime {
     if (!this.pushCallback(NAMES.get_state)) return EMPTY_VIEW;
     if (id) pushStringObject(L, id);
     this.pushState();
-    const out = this.sandbox.call(id ? 2 : 1, this.budgets.light, LIGHT_MS);
+    const out = this.sandbox.call(id ? 2 : 1, this.budgets.light, this.budgets.lightMs);
     if (!out.ok) {
       this.report('get_state', out.kind, out.message);
       return EMPTY_VIEW;
@@ -231,7 +242,19 @@ export class MatchVm implements MatchRuntime {
     return this.outcome;
   }
 
+  /** The last callback a limit stopped since the previous ask (the host counts ticks that had one). */
+  takeLimitFailure(): { callback: string; kind: LimitKind } | null {
+    const failure = this.limitFailure;
+    this.limitFailure = null;
+    return failure;
+  }
+
   reload(): { ok: true } | { ok: false; error: string } {
+    this.sandbox.cap = Infinity;
+    return this.reevaluate();
+  }
+
+  private reevaluate(): { ok: true } | { ok: false; error: string } {
     const result = this.sandbox.reevaluate(() => this.evaluate());
     if (result.ok) this.services.log.info('lua_hot_reload', { match_id: this.matchId, script: this.mode.file });
     else this.report('reload', 'error', result.error);
@@ -292,6 +315,7 @@ export class MatchVm implements MatchRuntime {
 
   /** `lua_callback_failed`, 3 lines per 10 s per call site (group `script_log`). */
   private report(callback: Callback, kind: FailureKind, message: string): void {
+    if (isLimitKind(kind)) this.limitFailure = { callback, kind };
     const site = `${this.mode.file}:${callback}`;
     if (!this.services.limits.take('script_log', site).ok) {
       this.suppressed.set(site, (this.suppressed.get(site) ?? 0) + 1);

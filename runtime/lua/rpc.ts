@@ -21,8 +21,6 @@ import { isObjectJson, jsString, luaString, pushJson, toJson } from './marshal';
 import { installGameTable } from './script-api';
 import { lua, Sandbox } from './vm';
 
-const LIGHT_MS = 200;
-const HEAVY_MS = 500;
 const METHOD = /^[A-Za-z0-9_-]{1,64}$/;
 const REASON = /^[\x20-\x7e]{1,64}$/;
 const RPC_TABLE = luaString('rpc');
@@ -41,6 +39,7 @@ export class ScriptRpc {
   /** Revision of `rpc.lua` last evaluated (or found missing/broken), so a file is read once per change. */
   #revision: number | undefined;
   #checked = false;
+  #loadFailure: string | null = null;
   readonly #suppressed = new Map<string, number>();
 
   constructor(options: ScriptRpcOptions) {
@@ -63,7 +62,7 @@ export class ScriptRpc {
       lua.lua_pushstring(L, luaString(playerId));
       pushJson(L, params);
       const base = lua.lua_gettop(L) - 3;
-      const out = sandbox.call(2, this.#budgets.light, LIGHT_MS);
+      const out = sandbox.call(2, this.#budgets.light, this.#budgets.lightMs);
       if (!out.ok) return this.#failed(method, out.kind, out.message);
       const n = lua.lua_gettop(L) - base;
       if (n === 0) return { ok: true, result: {} };
@@ -88,6 +87,17 @@ export class ScriptRpc {
     }
   }
 
+  /**
+   * Loads `rpc.lua` now (boot): null when it loads or is absent, else why
+   * it does not. A script that does not load stops the boot, as a broken
+   * match script does.
+   */
+  loadError(): string | null {
+    if (this.#source.read(RPC_SCRIPT) === null) return null;
+    this.#checked = false;
+    return this.#current() ? null : (this.#loadFailure ?? 'the script did not load');
+  }
+
   /** The sandbox running the current `rpc.lua`, (re)loaded when the file changed; null without a usable script. */
   #current(): Sandbox | null {
     const revision = this.#source.revision?.(RPC_SCRIPT);
@@ -101,15 +111,16 @@ export class ScriptRpc {
     }
     if (this.#sandbox) {
       const sandbox = this.#sandbox;
-      const reloaded = sandbox.reevaluate(() => sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, HEAVY_MS));
+      const reloaded = sandbox.reevaluate(() => sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, this.#budgets.heavyMs));
       if (reloaded.ok) this.#services.log.info('lua_hot_reload', { script: RPC_SCRIPT });
       else this.#report('reload', 'error', reloaded.error);
       return sandbox;
     }
-    const sandbox = new Sandbox({ source: this.#source, baseDir: '' });
+    const sandbox = new Sandbox({ source: this.#source, baseDir: '', heapBudget: this.#budgets.heapBytes });
     installGameTable(sandbox, { kind: 'rpc', file: RPC_SCRIPT, services: this.#services });
-    const loaded = sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, HEAVY_MS);
+    const loaded = sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, this.#budgets.heavyMs);
     if (!loaded.ok) {
+      this.#loadFailure = loaded.error;
       this.#report('load', 'error', loaded.error);
       return null;
     }

@@ -137,7 +137,9 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
         if (!encoded) return envelopeError(L, `game.${label}: argument ${i} cannot be encoded`);
         args.push(encoded.value ?? null);
       }
-      pushJson(L, binding(args, { matchId, mode }));
+      const result = binding(args, { matchId, mode });
+      sandbox.checkDeadline(L);
+      pushJson(L, result);
       return 1;
     });
   for (const [namespace, bindings] of Object.entries(services.bindings ?? {})) {

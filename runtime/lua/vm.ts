@@ -3,22 +3,28 @@
  * to call into it: `call()` runs a function under an instruction budget and
  * turns every way a script can misbehave into a failed call.
  *
- * Budget enforcement has three parts:
+ * Budget enforcement has four parts:
  *  - a count hook charges instructions; when the budget is spent the hook
  *    raises, and from then on fires on EVERY instruction, so `pcall` inside
  *    the script cannot swallow the failure and keep going;
+ *  - the same hook checks a wall-clock deadline (instructions differ wildly
+ *    in cost: a million table inserts take over a second, a million adds
+ *    under 0.1 s) and the growth of the JavaScript heap plus external
+ *    memory since the call began (V8's statistics cost under a microsecond,
+ *    against tens of microseconds for the thousand instructions between
+ *    hooks);
  *  - string building (the `..` operator and every luaL_Buffer user:
  *    string.rep, gsub, format, table.concat ...) is capped per string and its
  *    bytes are charged against the same budget, so memcpy-heavy bombs end as
  *    quickly as loops do;
  *  - the Lua stack is capped, so deep recursion fails early and cheaply.
- * fengari cannot account heap use in general; these caps cover the bombs a
- * count hook cannot see. Caveat kept in README: memory a script retains in
- * globals across calls is not measured.
+ * Memory a script retains in globals across calls is not attributed to a
+ * call; the worker that runs it has its own memory ceiling for that.
  */
+import { getHeapStatistics } from 'node:v8';
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
-import type { FailureKind, ScriptSource } from './api';
+import { DEFAULT_BUDGETS, type FailureKind, type ScriptSource } from './api';
 import { installFastCalls } from './stack';
 
 const { lua, lauxlib, lualib, to_luastring } = fengari;
@@ -43,7 +49,7 @@ let active: Sandbox | null = null;
 function onBigString(L: unknown, length: number): void {
   const sb = active;
   if (!sb || length < CHECKED_STRING_BYTES) return;
-  if (length > MAX_STRING_BYTES) sb.exhaust(L, 'memory', `string longer than ${MAX_STRING_BYTES} bytes`);
+  if (length > MAX_STRING_BYTES) sb.exhaust(L, 'heap_exhausted', `string longer than ${MAX_STRING_BYTES} bytes`);
   sb.charge(L, length / BYTES_PER_INSTRUCTION);
 }
 
@@ -75,11 +81,21 @@ function hook(L: any): void {
   const sb = active;
   if (!sb) return;
   sb.remaining -= L.basehookcount;
-  if (sb.exhausted || sb.remaining <= 0) sb.exhaust(L, 'budget', 'instruction budget exceeded');
-  // Instructions are not equally expensive (a table insert costs far more
-  // than an add), so a wall-clock bound backs the count up.
-  if (Date.now() > sb.deadline) sb.exhaust(L, 'budget', 'time budget exceeded');
-  if (L.top > MAX_STACK_SLOTS) sb.exhaust(L, 'memory', 'stack overflow (recursion too deep)');
+  if (sb.exhausted || sb.remaining <= 0) sb.exhaust(L, 'instructions_exhausted', 'instruction budget exceeded');
+  if (Date.now() > sb.deadline) sb.exhaust(L, 'timeout', 'time budget exceeded');
+  if (L.top > MAX_STACK_SLOTS) sb.exhaust(L, 'heap_exhausted', 'stack overflow (recursion too deep)');
+  if (heapInUse() - sb.heapAtStart > sb.heapBudget) sb.exhaust(L, 'heap_exhausted', 'heap budget exceeded');
+}
+
+/** When the running call must end (epoch ms); now when no call runs. */
+export function runningDeadline(): number {
+  return active ? active.deadline : Date.now();
+}
+
+/** The JavaScript heap plus external memory (fengari keeps long strings in typed arrays outside the heap). */
+export function heapInUse(): number {
+  const h = getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
 }
 
 export type Outcome = { ok: true; results: number } | { ok: false; kind: FailureKind; message: string };
@@ -88,6 +104,8 @@ export interface SandboxOptions {
   source: ScriptSource;
   /** Directory (relative to the game directory, '' for its root) that `require` resolves against. */
   baseDir: string;
+  /** Bytes a call may grow the heap by (decision 4's heap bound); DEFAULT_BUDGETS.heapBytes when absent. */
+  heapBudget?: number;
 }
 
 /** A JS function callable from Lua; returns the number of results it pushed. */
@@ -97,6 +115,10 @@ export class Sandbox {
   readonly L: any;
   remaining = 0;
   deadline = 0;
+  /** No call may run past this instant (a match caps the whole of one tick with it). */
+  cap = Infinity;
+  heapAtStart = 0;
+  readonly heapBudget: number;
   exhausted = false;
   private failure: { kind: FailureKind; message: string } | null = null;
   private readonly source: ScriptSource;
@@ -107,6 +129,7 @@ export class Sandbox {
     installFastCalls();
     this.source = options.source;
     this.baseDir = options.baseDir;
+    this.heapBudget = options.heapBudget ?? DEFAULT_BUDGETS.heapBytes;
     const L = lauxlib.luaL_newstate();
     this.L = L;
     // Only the libraries a game may use; never `io`, `package` or fengari's JS bridge.
@@ -219,7 +242,12 @@ export class Sandbox {
   /** Charges extra work (bytes built, source compiled) against the running call's budget. */
   charge(L: unknown, instructions: number): void {
     this.remaining -= instructions;
-    if (this.remaining <= 0) this.exhaust(L, 'budget', 'instruction budget exceeded');
+    if (this.remaining <= 0) this.exhaust(L, 'instructions_exhausted', 'instruction budget exceeded');
+  }
+
+  /** After a host call (a binding), whose wall-clock time the count hook does not see. */
+  checkDeadline(L: unknown): void {
+    if (Date.now() > this.deadline) this.exhaust(L, 'timeout', 'time budget exceeded');
   }
 
   /** Ends the running call: records why, makes every further instruction raise, raises now. */
@@ -237,13 +265,14 @@ export class Sandbox {
    * results are left on the stack (their count in `results`); on failure the
    * stack is back where it was before the function was pushed.
    */
-  call(nargs: number, budget: number, timeLimitMs = timeLimitFor(budget)): Outcome {
+  call(nargs: number, budget: number, timeLimitMs: number): Outcome {
     const L = this.L;
     const base = lua.lua_gettop(L) - nargs - 1;
     const previous = active;
     active = this;
     this.remaining = budget;
-    this.deadline = Date.now() + timeLimitMs;
+    this.deadline = Math.min(Date.now() + timeLimitMs, this.cap);
+    this.heapAtStart = heapInUse();
     this.exhausted = false;
     this.failure = null;
     lua.lua_sethook(L, hook, lua.LUA_MASKCOUNT, HOOK_EVERY);
@@ -327,7 +356,7 @@ export class Sandbox {
    * Compiles and runs a game-directory file's body in this VM (creation and
    * hot reload); leaves the stack empty.
    */
-  runFile(file: string, budget: number, timeLimitMs = timeLimitFor(budget)): { ok: true } | { ok: false; error: string } {
+  runFile(file: string, budget: number, timeLimitMs: number): { ok: true } | { ok: false; error: string } {
     const text = this.source.read(file);
     if (text === null) return { ok: false, error: 'script file not found' };
     const compiled = this.compile(text, '@' + file);
@@ -363,14 +392,6 @@ export class Sandbox {
     lua.lua_pop(this.L, 1);
     return t;
   }
-}
-
-/**
- * Wall-clock bound that backs an instruction budget up: lua-scripting 9.3's
- * numbers (500 ms for tick-sized budgets, 200 ms for the rest).
- */
-export function timeLimitFor(budget: number): number {
-  return budget >= 1_000_000 ? 500 : 200;
 }
 
 /** Text of the error value at `index` (Lua errors can be any value). */

@@ -44,12 +44,19 @@ export interface TestServerOptions {
   clock?: Clock;
 }
 
+/**
+ * Script deadlines at their ceilings: test machines share their cores, and a
+ * descheduled thread must not fail an honest callback. Tests about the
+ * limits set the production defaults (or tighter) themselves.
+ */
+export const TEST_SCRIPT_DEADLINES = { init_tick: 500, other: 200 };
+
 export async function startTestServer(raw: RawSettings = {}, options: TestServerOptions = {}): Promise<TestServer> {
-  const { settings } = parseSettings({ pbkdf2_iterations: 1000, ...raw, rate_limits: { ...TEST_RATE_LIMITS, ...(raw.rate_limits ?? {}) } });
+  const { settings } = parseSettings({ pbkdf2_iterations: 1000, lua_time_budget_ms: TEST_SCRIPT_DEADLINES, ...raw, rate_limits: { ...TEST_RATE_LIMITS, ...(raw.rate_limits ?? {}) } });
   const database = options.database ?? (await freshDatabase());
   const logs: Record<string, unknown>[] = [];
   const log = options.log ?? jsonLogger((line) => logs.push(JSON.parse(line)), 'debug');
-  const game = options.gameDir ? loadGameDirectory(options.gameDir, {}, log) : null;
+  const game = options.gameDir ? loadGameDirectory(options.gameDir, {}, log, { allowEmpty: settings.allow_empty_game }) : null;
   const running = await startServer({
     settings,
     database,

@@ -1,0 +1,324 @@
+/**
+ * The main thread's side of the script lanes (docs/decisions/0020): match
+ * VMs and the RPC VM run in `match_workers` worker threads, so no script can
+ * hold up sockets, HTTP or the tick wheel. Commands to a lane are batched
+ * and posted once per wheel slot; what awaits an answer (a create, a join,
+ * an RPC call) goes at the end of the current event-loop turn. A worker that
+ * dies is replaced at once and the matches it held are reported lost.
+ */
+import { MessageChannel, Worker } from 'node:worker_threads';
+import type { Logger } from '../../../runtime/log';
+import type { JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBinding, ScriptBindings, ScriptRpcResult, ScriptSource } from '../../../runtime/lua/api';
+import type { Clock, RateLimiter } from '../../../runtime/context';
+import type { IdSource } from '../../../runtime/ids';
+import type { RateLimitGroup, RateRule } from '../../../runtime/settings';
+import { MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type CreateAnswer, type LaneEvent, type WorkerData } from './protocol';
+import { ScriptRunner, type RunnerOptions } from './runner';
+
+export interface PoolOptions {
+  /** Worker threads; 0 runs the scripts on the main thread. */
+  workers: number;
+  /** The game directory the workers read, and the main thread's own view of it for `workers: 0`. */
+  gameDir: string | null;
+  source: ScriptSource;
+  budgets: RunnerOptions['budgets'];
+  failingTicksMax: number;
+  memoryBytes: number;
+  rateLimits: Record<RateLimitGroup, RateRule>;
+  bindings: ScriptBindings;
+  log: Logger;
+  /** Main-thread services for in-thread mode. */
+  limits: RateLimiter;
+  clock: Clock;
+  ids: IdSource;
+  /** Every event but answers, in order. */
+  onEvent(event: LaneEvent): void;
+  /** A worker died; these matches died with it. */
+  onLost(matchIds: string[]): void;
+}
+
+interface Lane {
+  index: number;
+  /** Its worker died and the replacement is not up yet. */
+  dead: boolean;
+  matches: Set<string>;
+  pending: Command[];
+  flushQueued: boolean;
+  /** Requests posted to this lane and not yet answered, with the answer to give if the lane dies. */
+  requests: Map<number, { resolve(a: Answer): void; lost: Answer }>;
+  post(commands: Command[]): void;
+  terminate(): Promise<void>;
+}
+
+const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', message: 'worker_lost' };
+const LOST_RPC: ScriptRpcResult = { ok: false, unknown: false, refused: false, kind: 'error', message: 'worker_lost' };
+/** A worker that dies this soon after starting is restarted after a growing pause, not at once. */
+const EARLY_DEATH_MS = 5000;
+
+export class ScriptPool {
+  readonly #lanes: Lane[] = [];
+  readonly #byMatch = new Map<string, Lane>();
+  #nextReq = 1;
+  #closing = false;
+  readonly #restartDelay = new Map<number, number>();
+  readonly #shape: BindingShape;
+
+  constructor(private readonly options: PoolOptions) {
+    this.#shape = bindingShape(options.bindings);
+    const count = options.workers === 0 ? 1 : options.workers;
+    for (let i = 0; i < count; i++) this.#lanes.push(options.workers === 0 ? this.#inlineLane(i) : this.#workerLane(i));
+  }
+
+  get workers(): number {
+    return this.options.workers;
+  }
+
+  /** Puts a new match on the lane holding the fewest. */
+  assign(matchId: string): void {
+    let best = this.#lanes[0]!;
+    for (const lane of this.#lanes) if ((best.dead && !lane.dead) || (lane.matches.size < best.matches.size && !lane.dead)) best = lane;
+    best.matches.add(matchId);
+    this.#byMatch.set(matchId, best);
+  }
+
+  create(matchId: string, mode: ModeInfo): Promise<CreateAnswer> {
+    return this.#request(this.#laneOf(matchId), { ok: false }, (req) => ({ op: 'create', req, matchId, mode })) as Promise<CreateAnswer>;
+  }
+
+  join(matchId: string, playerId: string, ctx: JsonObject): Promise<JoinResult> {
+    return this.#request(this.#laneOf(matchId), LOST_JOIN, (req) => ({ op: 'join', req, matchId, playerId, ctx })) as Promise<JoinResult>;
+  }
+
+  rpc(method: string, playerId: string, params: JsonObject): Promise<ScriptRpcResult> {
+    return this.#request(this.#lanes[0]!, LOST_RPC, (req) => ({ op: 'rpc', req, method, playerId, params })) as Promise<ScriptRpcResult>;
+  }
+
+  leave(matchId: string, playerId: string): void {
+    this.#soon(this.#byMatch.get(matchId), { op: 'leave', matchId, playerId });
+  }
+
+  /** Queued for the next slot's batch: inputs wait for their match's tick anyway. */
+  input(matchId: string, playerId: string, input: JsonObject): void {
+    this.#byMatch.get(matchId)?.pending.push({ op: 'input', matchId, playerId, input });
+  }
+
+  tick(matchId: string, due: number): void {
+    this.#byMatch.get(matchId)?.pending.push({ op: 'tick', matchId, due });
+  }
+
+  /** The match is over on the main thread: its VM goes too. */
+  release(matchId: string): void {
+    const lane = this.#byMatch.get(matchId);
+    if (!lane) return;
+    this.#byMatch.delete(matchId);
+    lane.matches.delete(matchId);
+    this.#soon(lane, { op: 'close', matchId });
+  }
+
+  /** Posts every lane's batch (the wheel calls this once per slot). */
+  flush(): void {
+    for (const lane of this.#lanes) this.#flush(lane);
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(this.#lanes.map((lane) => lane.terminate()));
+    for (const lane of this.#lanes) for (const r of lane.requests.values()) r.resolve(r.lost);
+  }
+
+  #laneOf(matchId: string): Lane {
+    const lane = this.#byMatch.get(matchId);
+    if (!lane) throw new Error(`match ${matchId} has no lane`);
+    return lane;
+  }
+
+  #request(lane: Lane, lost: Answer, command: (req: number) => Command): Promise<Answer> {
+    const req = this.#nextReq++;
+    return new Promise<Answer>((resolve) => {
+      if (this.#closing || lane.dead) return resolve(lost);
+      lane.requests.set(req, { resolve, lost });
+      this.#soon(lane, command(req));
+    });
+  }
+
+  /** Queues a command and posts the lane's batch at the end of this turn. */
+  #soon(lane: Lane | undefined, command: Command): void {
+    if (!lane) return;
+    lane.pending.push(command);
+    if (lane.flushQueued) return;
+    lane.flushQueued = true;
+    queueMicrotask(() => this.#flush(lane));
+  }
+
+  #flush(lane: Lane): void {
+    lane.flushQueued = false;
+    if (lane.pending.length === 0) return;
+    const batch = lane.pending;
+    lane.pending = [];
+    lane.post(batch);
+  }
+
+  #deliver(lane: Lane, events: LaneEvent[]): void {
+    for (const e of events) {
+      if (e.k === 'answer') {
+        const r = lane.requests.get(e.req);
+        lane.requests.delete(e.req);
+        r?.resolve(e.answer);
+      } else {
+        try {
+          this.options.onEvent(e);
+        } catch (err) {
+          this.options.log.error('script_event_failed', { kind: e.k, error: err });
+        }
+      }
+    }
+  }
+
+  #newLane(index: number, post: Lane['post'], terminate: Lane['terminate']): Lane {
+    return { index, dead: false, matches: new Set(), pending: [], flushQueued: false, requests: new Map(), post, terminate };
+  }
+
+  /** `match_workers: 0`: the runner on this thread, still answering asynchronously. */
+  #inlineLane(index: number): Lane {
+    const runner = new ScriptRunner({
+      source: this.options.source,
+      budgets: this.options.budgets,
+      bindings: this.options.bindings,
+      limits: this.options.limits,
+      clock: this.options.clock,
+      ids: this.options.ids,
+      failingTicksMax: this.options.failingTicksMax,
+      rpc: index === 0,
+    });
+    let closed = false;
+    const lane: Lane = this.#newLane(
+      index,
+      (commands) => void setImmediate(() => !closed && this.#deliver(lane, runner.run(commands))),
+      async () => {
+        closed = true;
+        runner.close();
+      },
+    );
+    return lane;
+  }
+
+  #workerLane(index: number): Lane {
+    const signal = new SharedArrayBuffer(4);
+    const flag = new Int32Array(signal);
+    const { port1, port2 } = new MessageChannel();
+    const data: WorkerData = {
+      gameDir: this.options.gameDir,
+      budgets: this.options.budgets,
+      failingTicksMax: this.options.failingTicksMax,
+      rpc: index === 0,
+      rateLimits: perWorker(this.options.rateLimits, this.options.workers),
+      memoryBytes: this.options.memoryBytes,
+      bindings: this.#shape,
+      port: port2,
+      signal,
+    };
+    const entry = workerEntry();
+    const worker = new Worker(entry.script, {
+      eval: entry.eval,
+      workerData: data,
+      transferList: [port2],
+      // The JavaScript heap ceiling backs up the worker's own check, which also counts external memory.
+      resourceLimits: { maxOldGenerationSizeMb: Math.ceil((this.options.memoryBytes / 1024 / 1024) * 1.25) },
+      stdout: false,
+      stderr: false,
+    });
+    const started = Date.now();
+    port1.on('message', (call: BindingCall) => {
+      const answer: BindingAnswer = { seq: call.seq, result: this.#invoke(call) };
+      port1.postMessage(answer);
+      Atomics.store(flag, 0, 1);
+      Atomics.notify(flag, 0);
+    });
+    let terminated = false;
+    const lane: Lane = this.#newLane(
+      index,
+      (commands) => worker.postMessage(commands),
+      async () => {
+        terminated = true;
+        port1.close();
+        await worker.terminate();
+      },
+    );
+    worker.on('message', (events: LaneEvent[]) => this.#deliver(lane, events));
+    worker.on('error', (err) => this.options.log.error('script_worker_failed', { worker: index, error: err }));
+    worker.on('exit', (code) => {
+      port1.close();
+      if (terminated || this.#closing) return;
+      this.#lost(lane, code, Date.now() - started);
+    });
+    return lane;
+  }
+
+  /** A worker ended on its own: its matches and pending answers are lost; a new worker takes its place. */
+  #lost(lane: Lane, code: number, livedMs: number): void {
+    lane.dead = true;
+    const matchIds = [...lane.matches];
+    for (const id of matchIds) this.#byMatch.delete(id);
+    this.options.log.error('script_worker_lost', {
+      worker: lane.index,
+      exit_code: code,
+      reason: code === MEMORY_EXIT_CODE ? 'memory' : 'crash',
+      matches: matchIds.length,
+    });
+    for (const r of lane.requests.values()) r.resolve(r.lost);
+    lane.requests.clear();
+    lane.pending = [];
+    // A worker that keeps dying at start (a broken install) is retried with a growing pause, not in a tight loop.
+    const delay = livedMs < EARLY_DEATH_MS ? Math.min(10_000, (this.#restartDelay.get(lane.index) ?? 50) * 2) : 0;
+    this.#restartDelay.set(lane.index, delay);
+    const replace = () => {
+      if (!this.#closing) this.#lanes[lane.index] = this.#workerLane(lane.index);
+    };
+    if (delay > 0) setTimeout(replace, delay).unref();
+    else replace();
+    this.options.onLost(matchIds);
+  }
+
+  /** Runs a binding a worker's script called; a binding that throws answers an error envelope. */
+  #invoke(call: BindingCall): JsonValue {
+    const [name, fn] = call.path;
+    const entry = this.options.bindings[name!];
+    const binding: ScriptBinding | undefined = typeof entry === 'function' ? entry : fn !== undefined ? entry?.[fn] : undefined;
+    if (!binding) return { error: 'unknown_binding' };
+    try {
+      return binding(call.args, call.caller);
+    } catch (err) {
+      this.options.log.error('script_binding_failed', { binding: call.path.join('.'), error: err });
+      return { error: 'internal' };
+    }
+  }
+}
+
+function bindingShape(bindings: ScriptBindings): BindingShape {
+  const shape: BindingShape = {};
+  for (const [name, entry] of Object.entries(bindings)) shape[name] = typeof entry === 'function' ? true : Object.keys(entry);
+  return shape;
+}
+
+/**
+ * Node-wide script buckets (`log_global`) are split between the workers, so
+ * all of them together keep the node's rate; per-match buckets live where
+ * the match does.
+ */
+function perWorker(rules: Record<RateLimitGroup, RateRule>, workers: number): Record<RateLimitGroup, RateRule> {
+  const global = rules.log_global;
+  return { ...rules, log_global: { limit: Math.max(1, Math.ceil(global.limit / Math.max(1, workers))), window: global.window } };
+}
+
+/**
+ * Built: dist/match-worker.mjs beside dist/host.mjs. From the sources (tests,
+ * benchmarks under tsx): the TypeScript entry through tsx's loader.
+ */
+function workerEntry(): { script: string | URL; eval: boolean } {
+  const here = import.meta.url;
+  if (!here.endsWith('.ts')) return { script: new URL('./match-worker.mjs', here), eval: false };
+  const entry = new URL('./worker.ts', here).href;
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return { script: `import(${JSON.stringify(tsx)}).then((m) => m.tsImport(${JSON.stringify(entry)}, ${JSON.stringify(here)}))`, eval: true };
+}
+

@@ -1,0 +1,78 @@
+/**
+ * What crosses between the main thread and a script lane (a worker thread,
+ * or the main thread itself with `match_workers: 0`). The main thread sends
+ * commands in batches, one batch per lane per wheel slot (requests that
+ * someone awaits go at once); the lane answers each batch with one list of
+ * events in the order the scripts caused them.
+ */
+import type { JoinResult, JsonObject, JsonValue, ModeInfo, ScriptRpcResult } from '../../../runtime/lua/api';
+import type { MessagePort } from 'node:worker_threads';
+import type { LogFields, LogLevel } from '../../../runtime/log';
+import type { RateLimitGroup, RateRule } from '../../../runtime/settings';
+import type { Budgets } from '../../../runtime/lua/api';
+
+export type Command =
+  | { op: 'create'; req: number; matchId: string; mode: ModeInfo }
+  | { op: 'join'; req: number; matchId: string; playerId: string; ctx: JsonObject }
+  | { op: 'leave'; matchId: string; playerId: string }
+  | { op: 'input'; matchId: string; playerId: string; input: JsonObject }
+  /** `due`: epoch ms the tick was due on the main thread's wheel. */
+  | { op: 'tick'; matchId: string; due: number }
+  | { op: 'close'; matchId: string }
+  | { op: 'rpc'; req: number; method: string; playerId: string; params: JsonObject };
+
+export type CreateAnswer = { ok: true } | { ok: false };
+export type Answer = CreateAnswer | JoinResult | ScriptRpcResult;
+
+export type LaneEvent =
+  | { k: 'answer'; req: number; answer: Answer }
+  /** A whole `match.<leaf>` frame, ready to write to every player of the match. */
+  | { k: 'broadcast'; matchId: string; text: string }
+  | { k: 'send'; playerId: string; message: JsonValue }
+  | { k: 'joinable'; matchId: string; joinable: boolean }
+  | { k: 'log'; level: LogLevel; event: string; fields: LogFields }
+  /**
+   * A tick ran `lateMs` after it was due. `shared`: one `match.state` frame
+   * for everybody; otherwise `views` holds one frame per player.
+   */
+  | { k: 'state'; matchId: string; lateMs: number; shared: string | null; views: [string, string][] }
+  /** The tick was a whole period late when its turn came, so it did not run. */
+  | { k: 'skipped'; matchId: string }
+  | { k: 'finished'; matchId: string; result: JsonObject };
+
+/** A synchronous binding call from a worker's script to the main thread. */
+export interface BindingCall {
+  seq: number;
+  /** `['notify']` for `game.notify`, `['economy', 'grant']` for `game.economy.grant`. */
+  path: string[];
+  args: JsonValue[];
+  caller: { matchId: string | null; mode: string | null };
+}
+
+export interface BindingAnswer {
+  seq: number;
+  result: JsonValue;
+}
+
+/** Binding names without the functions: what a worker needs to build its `game` table. */
+export type BindingShape = Record<string, true | string[]>;
+
+export interface WorkerData {
+  /** The game directory, or null for a node without one. */
+  gameDir: string | null;
+  budgets: Budgets;
+  failingTicksMax: number;
+  /** This worker serves `rpc.lua`. */
+  rpc: boolean;
+  rateLimits: Record<RateLimitGroup, RateRule>;
+  /** Past this many bytes of heap plus external memory the worker ends itself. */
+  memoryBytes: number;
+  bindings: BindingShape;
+  /** Port the binding calls go out on and their answers come back on. */
+  port: MessagePort;
+  /** One Int32: the main thread sets it to 1 and notifies once an answer is posted. */
+  signal: SharedArrayBuffer;
+}
+
+/** Exit code of a worker that ended itself over its memory ceiling. */
+export const MEMORY_EXIT_CODE = 75;

@@ -1,0 +1,228 @@
+/**
+ * The script side of a lane: every match VM and the RPC VM a lane holds,
+ * driven by command batches and answering with events. It runs inside a
+ * script worker, or on the main thread with `match_workers: 0`; either way
+ * it is the only place a match VM is built (the one VM factory).
+ */
+import type { Clock, RateLimiter } from '../../../runtime/context';
+import type { IdSource } from '../../../runtime/ids';
+import type { LogFields, LogLevel, Logger } from '../../../runtime/log';
+import type { Budgets, JsonObject, ModeInfo, ScriptBindings, ScriptSource } from '../../../runtime/lua/api';
+import { MatchVm } from '../../../runtime/lua/match';
+import { ScriptRpc } from '../../../runtime/lua/rpc';
+import type { Answer, Command, LaneEvent } from './protocol';
+
+/** The match tick is fixed (spec part 1). */
+export const TICK_MS = 100;
+
+export interface RunnerOptions {
+  source: ScriptSource;
+  budgets: Budgets;
+  bindings: ScriptBindings;
+  limits: RateLimiter;
+  clock: Clock;
+  ids: IdSource;
+  /** Ticks in a row with a callback stopped by a limit before the match ends `script_budget`. */
+  failingTicksMax: number;
+  /** This lane serves `rpc.lua` (one lane does, so its globals are shared by every caller). */
+  rpc: boolean;
+}
+
+interface RunnerMatch {
+  vm: MatchVm;
+  mode: ModeInfo;
+  players: Set<string>;
+  /** Consecutive ticks on which a callback hit a limit. */
+  failing: number;
+}
+
+export class ScriptRunner {
+  readonly #matches = new Map<string, RunnerMatch>();
+  #events: LaneEvent[] = [];
+  readonly #log: Logger;
+  readonly #rpc: ScriptRpc | null;
+
+  constructor(private readonly options: RunnerOptions) {
+    this.#log = eventLogger((e) => this.#events.push(e));
+    this.#rpc = options.rpc
+      ? new ScriptRpc({
+          source: options.source,
+          budgets: options.budgets,
+          services: {
+            log: this.#log.child({ component: 'rpc_script' }),
+            limits: options.limits,
+            clock: options.clock,
+            ids: options.ids,
+            send: (playerId, message) => this.#events.push({ k: 'send', playerId, message }),
+            bindings: options.bindings,
+          },
+        })
+      : null;
+  }
+
+  get size(): number {
+    return this.#matches.size;
+  }
+
+  /** Applies one batch in order; returns what the scripts caused, in order. */
+  run(commands: readonly Command[]): LaneEvent[] {
+    for (const command of commands) {
+      try {
+        this.#apply(command);
+      } catch (err) {
+        // The VM contains script failures itself; reaching here is a host bug. Keep the lane alive.
+        this.#log.error('script_command_failed', { op: command.op, error: err instanceof Error ? err.message : String(err) });
+        if ('req' in command) this.#answer(command.req, command.op === 'create' ? { ok: false } : { ok: false, unknown: false, refused: false, kind: 'error', message: 'internal' });
+      }
+    }
+    const out = this.#events;
+    this.#events = [];
+    return out;
+  }
+
+  #apply(c: Command): void {
+    switch (c.op) {
+      case 'create':
+        return this.#answer(c.req, this.#create(c.matchId, c.mode));
+      case 'join': {
+        const m = this.#matches.get(c.matchId);
+        if (!m) return this.#answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such match' });
+        const r = m.vm.join(c.playerId, c.ctx);
+        if (r.ok) m.players.add(c.playerId);
+        return this.#answer(c.req, r);
+      }
+      case 'leave': {
+        const m = this.#matches.get(c.matchId);
+        if (!m || !m.players.delete(c.playerId)) return;
+        const r = m.vm.leave(c.playerId);
+        if (!r.ok) this.#log.warn('match_leave_failed', { match_id: c.matchId, kind: r.kind });
+        return;
+      }
+      case 'input':
+        return this.#matches.get(c.matchId)?.vm.input(c.playerId, c.input);
+      case 'tick':
+        return this.#tick(c.matchId, c.due);
+      case 'close':
+        return this.#close(c.matchId);
+      case 'rpc':
+        return this.#answer(c.req, this.#rpc ? this.#rpc.call(c.method, c.playerId, c.params) : { ok: false, unknown: true });
+    }
+  }
+
+  #answer(req: number, answer: Answer): void {
+    this.#events.push({ k: 'answer', req, answer });
+  }
+
+  /** The one VM factory: a match VM with this node's budgets, bindings and services. */
+  #create(matchId: string, mode: ModeInfo): Answer {
+    const log = this.#log.child({ match_id: matchId, mode: mode.name });
+    let vm: MatchVm;
+    try {
+      vm = MatchVm.create({
+        source: this.options.source,
+        mode,
+        matchId,
+        budgets: this.options.budgets,
+        services: {
+          log,
+          limits: this.options.limits,
+          clock: this.options.clock,
+          ids: this.options.ids,
+          bindings: this.options.bindings,
+          broadcast: (leaf, payload) =>
+            this.#events.push({ k: 'broadcast', matchId, text: `{"type":${JSON.stringify(`match.${leaf}`)},"payload":${JSON.stringify(payload)}}` }),
+          send: (playerId, message) => this.#events.push({ k: 'send', playerId, message }),
+          setJoinable: (joinable) => this.#events.push({ k: 'joinable', matchId, joinable }),
+        },
+      });
+    } catch (err) {
+      log.warn('match_init_failed', { kind: 'error', message: (err as Error).message });
+      return { ok: false };
+    }
+    const init = vm.init();
+    if (!init.ok) {
+      vm.close();
+      log.warn('match_init_failed', { kind: init.kind, message: init.message });
+      return { ok: false };
+    }
+    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0 });
+    return { ok: true };
+  }
+
+  #tick(matchId: string, due: number): void {
+    const m = this.#matches.get(matchId);
+    const lateMs = Date.now() - due;
+    // A tick a whole period late is dropped, never run back to back with the next one.
+    if (!m || lateMs >= TICK_MS) return void this.#events.push({ k: 'skipped', matchId });
+    // Failures of joins and leaves between ticks do not count against the ticks.
+    m.vm.takeLimitFailure();
+    const r = m.vm.tick();
+    if (r.finished) return this.#finish(matchId, r.finished.result);
+    let shared: string | null = null;
+    const views: [string, string][] = [];
+    if (m.mode.state_strategy === 'shared') {
+      const first = m.players.values().next();
+      if (!first.done) shared = stateFrame(m.vm.viewJson(first.value));
+    } else {
+      for (const playerId of m.players) views.push([playerId, stateFrame(m.vm.viewJson(playerId))]);
+    }
+    const outcome = m.vm.finished();
+    if (outcome) return this.#finish(matchId, outcome.result);
+    const failure = m.vm.takeLimitFailure();
+    m.failing = failure ? m.failing + 1 : 0;
+    if (failure && m.failing >= this.options.failingTicksMax) {
+      this.#log.warn('match_script_budget', {
+        match_id: matchId,
+        mode: m.mode.name,
+        script: m.mode.file,
+        callback: failure.callback,
+        reason_class: failure.kind,
+        failing_ticks: m.failing,
+      });
+      return this.#finish(matchId, { status: 'error', reason: 'script_budget' });
+    }
+    this.#events.push({ k: 'state', matchId, lateMs, shared, views });
+  }
+
+  #finish(matchId: string, result: JsonObject): void {
+    this.#close(matchId);
+    this.#events.push({ k: 'finished', matchId, result });
+  }
+
+  #close(matchId: string): void {
+    this.#matches.get(matchId)?.vm.close();
+    this.#matches.delete(matchId);
+  }
+
+  close(): void {
+    for (const m of this.#matches.values()) m.vm.close();
+    this.#matches.clear();
+  }
+}
+
+function stateFrame(view: string): string {
+  return `{"type":"match.state","payload":${view}}`;
+}
+
+/** A logger whose lines travel as events, for the main thread's logger to write. */
+function eventLogger(push: (e: LaneEvent) => void, base: LogFields = {}): Logger {
+  const emit = (level: LogLevel) => (event: string, fields?: LogFields) =>
+    push({ k: 'log', level, event, fields: plain({ ...base, ...fields }) });
+  return {
+    debug: emit('debug'),
+    info: emit('info'),
+    warn: emit('warn'),
+    error: emit('error'),
+    child: (fields) => eventLogger(push, { ...base, ...fields }),
+  };
+}
+
+/** Log fields as structured clone carries them (an Error loses its message otherwise). */
+function plain(fields: LogFields): LogFields {
+  for (const k in fields) {
+    const v = fields[k];
+    if (v instanceof Error) fields[k] = { name: v.name, message: v.message, stack: v.stack };
+  }
+  return fields;
+}
+

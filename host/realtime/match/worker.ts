@@ -1,0 +1,75 @@
+/**
+ * Entry of a script worker thread (built to dist/match-worker.mjs): a
+ * ScriptRunner over its own view of the game directory, fed command batches
+ * by the main thread. Bindings (`game.notify` ...) are answered by the main
+ * thread, which owns the database and the sockets, while this thread waits.
+ */
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import type { JsonValue, ScriptBinding, ScriptBindings } from '../../../runtime/lua/api';
+import { heapInUse, runningDeadline } from '../../../runtime/lua/vm';
+import { systemClock } from '../../../runtime/context';
+import { uuidv7Source } from '../../../runtime/ids';
+import { watchGameFiles } from '../../game';
+import { FixedWindowLimiter } from '../../limits';
+import { MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
+import { ScriptRunner } from './runner';
+
+const data = workerData as WorkerData;
+const signal = new Int32Array(data.signal);
+let seq = 0;
+
+/**
+ * A binding call blocks this thread until the main thread answers, at most
+ * until the calling callback's deadline (it is stopped then anyway). The
+ * main thread runs no scripts, so it answers within a fraction of a
+ * millisecond unless it is overloaded. A late answer is recognised by its
+ * sequence number and dropped.
+ */
+function callMain(path: string[], args: JsonValue[], caller: BindingCall['caller']): JsonValue {
+  const call: BindingCall = { seq: ++seq, path, args, caller };
+  Atomics.store(signal, 0, 0);
+  data.port.postMessage(call);
+  const deadline = runningDeadline();
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) return { error: 'binding_timeout' };
+    Atomics.wait(signal, 0, 0, left);
+    Atomics.store(signal, 0, 0);
+    for (let m = receiveMessageOnPort(data.port); m; m = receiveMessageOnPort(data.port)) {
+      const answer = m.message as BindingAnswer;
+      if (answer.seq === call.seq) return answer.result;
+    }
+  }
+}
+
+function proxyBindings(shape: BindingShape): ScriptBindings {
+  const out: ScriptBindings = {};
+  const proxy = (path: string[]): ScriptBinding => (args, caller) => callMain(path, args, caller);
+  for (const [name, fns] of Object.entries(shape)) {
+    out[name] = fns === true ? proxy([name]) : Object.fromEntries(fns.map((fn) => [fn, proxy([name, fn])]));
+  }
+  return out;
+}
+
+const files = data.gameDir ? watchGameFiles(data.gameDir) : null;
+const runner = new ScriptRunner({
+  source: files?.source ?? { read: () => null },
+  budgets: data.budgets,
+  bindings: proxyBindings(data.bindings),
+  limits: new FixedWindowLimiter(data.rateLimits),
+  clock: systemClock,
+  ids: uuidv7Source(),
+  failingTicksMax: data.failingTicksMax,
+  rpc: data.rpc,
+});
+
+parentPort!.on('message', (commands: Command[]) => {
+  const events = runner.run(commands);
+  if (events.length > 0) parentPort!.postMessage(events);
+  // Memory a script keeps between calls is not any one call's; the worker's
+  // ceiling catches it, and the main thread replaces the worker.
+  if (heapInUse() > data.memoryBytes) {
+    parentPort!.postMessage([{ k: 'log', level: 'warn', event: 'script_worker_memory_exceeded', fields: { bytes: heapInUse(), limit: data.memoryBytes } }]);
+    process.exit(MEMORY_EXIT_CODE);
+  }
+});
