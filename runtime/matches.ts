@@ -74,7 +74,8 @@ export async function listMatchRecords(db: Db, q: MatchRecordQuery): Promise<Mat
   let query = db.selectFrom('match_records').select(['id', 'mode', 'status', 'result', 'started_at', 'finished_at', 'inserted_at']);
   if (q.mode !== undefined) query = query.where('mode', '=', q.mode);
   if (q.status !== undefined) query = query.where('status', '=', q.status);
-  const rows = await newestFirst(query.orderBy('inserted_at', 'desc'), q).execute();
+  // Newest record first: a record is written when its match ends, long after its id was made.
+  const rows = await newestFirst(query, q, { table: 'match_records', column: 'inserted_at' }).execute();
   return rows.map(project);
 }
 

@@ -234,6 +234,34 @@ describe('REST match records', () => {
   });
 });
 
+describe('match record pages', () => {
+  it('walk every record exactly once when matches end in another order than they started', async () => {
+    // Five matches started in id order (ids are made at start) but finished in reverse order,
+    // each a second apart, as long and short matches do.
+    const mode = `pages_${Date.now().toString(36)}`;
+    const base = Date.parse('2026-01-01T00:00:00Z');
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(s.ctx.ids.uuid());
+    for (let i = 0; i < 5; i++) {
+      await s.ctx.db
+        .insertInto('match_records')
+        .values({ id: ids[i]!, mode, status: 'finished', players: JSON.stringify([]), result: JSON.stringify({}), metadata: JSON.stringify({}), started_at: new Date(base), finished_at: new Date(base + (5 - i) * 1000), inserted_at: new Date(base + (5 - i) * 1000) } as never)
+        .execute();
+    }
+    const { token } = await connectPlayer(s);
+    const seen: string[] = [];
+    let before = '';
+    for (let page = 0; page < 10; page++) {
+      const got = (await s.call('GET', `/api/v1/matches?mode=${mode}&limit=2${before}`, { token })).body.matches as any[];
+      if (got.length === 0) break;
+      seen.push(...got.map((m) => m.id));
+      before = `&before=${got.at(-1).id}`;
+    }
+    // Newest record first: the one that finished last, whose id is the oldest.
+    expect(seen).toEqual([...ids]);
+  });
+});
+
 describe('one player, two sockets, one match', () => {
   it('keeps the player in the match until the last socket closes', async () => {
     const p = await connectPlayer(s);
