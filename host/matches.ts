@@ -494,11 +494,16 @@ export class MatchHost implements LiveMatches {
       if (taken >= m.mode.max_players) continue;
       if (!best || taken > best.roster.size + best.joining.size) best = m;
     }
-    if (!best) {
-      if (this.#matches.size >= this.ctx.settings.match_max) throw new FrameError('match_capacity_reached');
-      best = await this.create(mode.name);
+    if (best) return { type: 'match.joined', payload: await this.joinInto(best, playerId, joinCtx) };
+    if (this.#matches.size >= this.ctx.settings.match_max) throw new FrameError('match_capacity_reached');
+    const created = await this.create(mode.name);
+    try {
+      return { type: 'match.joined', payload: await this.joinInto(created, playerId, joinCtx) };
+    } catch (err) {
+      // Opened for this caller, who could not join: nobody else is in it to keep it.
+      if (created.status === 'waiting' && created.roster.size === 0 && created.joining.size === 0) this.#stop(created, 'join_failed');
+      throw err;
     }
-    return { type: 'match.joined', payload: await this.joinInto(best, playerId, joinCtx) };
   }
 
   #inputFrame(session: Session, frame: ClientFrame): null {

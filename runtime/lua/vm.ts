@@ -34,7 +34,7 @@ export { lua, lauxlib, to_luastring };
 /** Longest string a script may build. Matches the state bound: nothing bigger can be legitimate. */
 export const MAX_STRING_BYTES = 1024 * 1024;
 /** Bytes of string building that cost one instruction of budget. */
-const BYTES_PER_INSTRUCTION = 16;
+const BYTES_PER_INSTRUCTION = 64;
 /** Lua stack slots per thread; a recursion bomb fails here long before memory matters. */
 const MAX_STACK_SLOTS = 50_000;
 const HOOK_EVERY = 1000;
@@ -81,10 +81,7 @@ function hook(L: any): void {
   const sb = active;
   if (!sb) return;
   sb.remaining -= L.basehookcount;
-  if (sb.exhausted || sb.remaining <= 0) sb.exhaust(L, 'instructions_exhausted', 'instruction budget exceeded');
-  if (Date.now() > sb.deadline) sb.exhaust(L, 'timeout', 'time budget exceeded');
-  if (L.top > MAX_STACK_SLOTS) sb.exhaust(L, 'heap_exhausted', 'stack overflow (recursion too deep)');
-  if (heapInUse() - sb.heapAtStart > sb.heapBudget) sb.exhaust(L, 'heap_exhausted', 'heap budget exceeded');
+  sb.check(L);
 }
 
 /** When the running call must end (epoch ms); now when no call runs. */
@@ -239,10 +236,22 @@ export class Sandbox {
     lua.lua_setglobal(this.L, to_luastring(name));
   }
 
-  /** Charges extra work (bytes built, source compiled) against the running call's budget. */
+  /**
+   * Charges extra work (bytes built, source compiled) against the running
+   * call's budget, and checks every limit: a loop that builds big strings
+   * allocates far more between two hooks than the hook could catch.
+   */
   charge(L: unknown, instructions: number): void {
     this.remaining -= instructions;
-    if (this.remaining <= 0) this.exhaust(L, 'instructions_exhausted', 'instruction budget exceeded');
+    this.check(L);
+  }
+
+  /** Stops the running call if any of its limits is reached. */
+  check(L: any): void {
+    if (this.exhausted || this.remaining <= 0) this.exhaust(L, 'instructions_exhausted', 'instruction budget exceeded');
+    if (Date.now() > this.deadline) this.exhaust(L, 'timeout', 'time budget exceeded');
+    if (L.top > MAX_STACK_SLOTS) this.exhaust(L, 'heap_exhausted', 'stack overflow (recursion too deep)');
+    if (heapInUse() - this.heapAtStart > this.heapBudget) this.exhaust(L, 'heap_exhausted', 'heap budget exceeded');
   }
 
   /** After a host call (a binding), whose wall-clock time the count hook does not see. */
