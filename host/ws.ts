@@ -69,6 +69,11 @@ export class Gateway {
     this.#routes.set(type, route);
   }
 
+  /** Every routed client frame type (the fuzz test sends each one hostile payloads). */
+  frameTypes(): string[] {
+    return [...this.#routes.keys()];
+  }
+
   /** Wires the upgrade on `/ws` into the HTTP server REST already listens on. */
   attach(server: Server): void {
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

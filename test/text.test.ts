@@ -80,6 +80,28 @@ describe('REST bodies', () => {
   });
 });
 
+describe('nesting', () => {
+  const nest = (depth: number, leaf = '1') => `${'['.repeat(depth)}${leaf}${']'.repeat(depth)}`;
+
+  it('a body nested deeper than 64 levels is 422 naming the field, not a stack overflow (500)', async () => {
+    const put = (raw: string) => s.call('PUT', `/api/v1/players/${me.player_id}`, { token: me.access_token, body: raw });
+    expectRefused(await put(`{"metadata":{"a":${nest(100_000)}}}`), 'errors', 'metadata');
+    // Just inside the bound (the metadata object at level 1, its arrays below it) is fine.
+    expect((await put(`{"metadata":{"a":${nest(62)}}}`)).status).toBe(200);
+    // 800 KB of brackets parses without recursion; the root itself is the empty name.
+    expectRefused(await s.call('POST', '/api/v1/groups', { token: me.access_token, body: nest(400_000) }), 'errors', '');
+  });
+
+  it('a frame nested too deep is invalid_payload', async () => {
+    const a = await connectPlayer(s);
+    a.socket.sendRaw(`{"type":"presence.update","cid":"deep","payload":{"status":${nest(5000, '"x"')}}}`);
+    const f = await a.socket.next((x) => x.cid === 'deep');
+    expectErrorFrame(f, 'invalid_payload', 'invalid_payload');
+    expect(f.payload.error.details).toEqual({ field: 'status' });
+    a.socket.close();
+  });
+});
+
 describe('REST query values and path parameters', () => {
   it('the status and mode filters refuse such text, naming the parameter', async () => {
     for (const [path, key] of [
