@@ -11,11 +11,14 @@ export const friendRoutes: Route[] = [
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
       const status = queryParam(request.query, 'status');
+      const direction = queryParam(request.query, 'direction');
       const friends = await listFriends(
         ctx.db,
         playerId,
         {
           ...(status !== null ? { status } : {}),
+          // Like every filter, an unrecognised value means the default.
+          ...(direction === 'incoming' || direction === 'all' ? { direction } : {}),
           ...pageOf(request.query),
         },
         (id) => ctx.live.presence.get(id),

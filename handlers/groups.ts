@@ -10,6 +10,7 @@ import {
   leaveGroup,
   listMembers,
   listRequests,
+  requestToJoin,
   searchGroups,
   updateGroup,
 } from '../runtime/groups';
@@ -60,6 +61,14 @@ export const groupRoutes: Route[] = [
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
       return json(await joinGroup(ctx, playerId, request.params.id!));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/groups/:id/requests',
+    handler: async (request, ctx, call) => {
+      const { playerId } = requirePlayer(call);
+      return json(await requestToJoin(ctx, playerId, request.params.id!));
     },
   },
   {

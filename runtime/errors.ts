@@ -106,11 +106,6 @@ export const ERROR_STATUS = {
   'social.already_member': 409,
   'social.invalid_role': 400,
   'social.member_not_found': 404,
-  // Ours (the "every refusal is a social.* code"): a block the caller
-  // holds, the last owner leaving, a join request or invitation that is not there.
-  'social.blocked': 403,
-  'social.last_owner': 409,
-  'social.request_not_found': 404,
   'chat.invalid_channel_id': 400,
   'chat.too_many_channels': 429,
   'dm.blocked': 403,

@@ -111,7 +111,7 @@ export async function requestFriend(ctx: Ctx, caller: string, friendId: unknown)
     result = await ctx.db.transaction().execute(async (trx) => {
       await requireOtherPlayer(trx, caller, friendId);
       const { mine, theirs } = await pairRows(trx, caller, friendId);
-      if (mine?.status === 'blocked') throw new ApiError('social.blocked', 'You have blocked this player; remove the block first.');
+      if (mine?.status === 'blocked') throw new ApiError('forbidden', 'You have blocked this player; remove the block first.', { reason: 'blocked' });
       // The blocker stays hidden from the player it blocked.
       if (theirs?.status === 'blocked') throw new ApiError('social.friend_not_found', 'No such player.');
       if (mine) return view(mine);
@@ -223,14 +223,20 @@ export async function removeFriend(ctx: Ctx, caller: string, friendId: string): 
   if (Number(removed.numDeletedRows) === 0) throw notFound();
 }
 
+/** Which rows a listing holds, from the caller's side. */
+export type FriendDirection = 'outgoing' | 'incoming' | 'all';
+
 export interface FriendQuery extends Page {
   status?: string;
+  /** `outgoing` (the default, as established clients expect): only rows the caller started. */
+  direction?: FriendDirection;
 }
 
 /**
- * The caller's relations, newest first: the rows it started and the rows
- * pointing at it, except blocks pointing at it (hidden). `presenceOf` adds
- * the live status of accepted friends.
+ * The caller's relations, newest first: by default the rows it started (as
+ * the established clients expect); with `incoming` the rows pointing at it,
+ * or with `all` both, except blocks pointing at it (hidden). `presenceOf`
+ * adds the live status of accepted friends.
  */
 export async function listFriends(
   db: Db,
@@ -241,7 +247,12 @@ export async function listFriends(
   let query = db
     .selectFrom('friendships')
     .selectAll()
-    .where((eb) => eb.or([eb('player_id', '=', caller), eb.and([eb('friend_id', '=', caller), eb('status', '!=', 'blocked')])]));
+    .where((eb) => {
+      const outgoing = eb('player_id', '=', caller);
+      const incoming = eb.and([eb('friend_id', '=', caller), eb('status', '!=', 'blocked')]);
+      const direction = q.direction ?? 'outgoing';
+      return direction === 'outgoing' ? outgoing : direction === 'incoming' ? incoming : eb.or([outgoing, incoming]);
+    });
   if (q.status !== undefined) query = query.where('status', '=', q.status as FriendStatus);
   const rows = await newestFirst(query, q).execute();
   return rows.map((row) => {

@@ -244,25 +244,45 @@ export async function updateGroup(ctx: Ctx, caller: string, id: string, body: Re
 export type JoinOutcome = { success: true; group_id: string; status: 'joined' | 'requested' };
 
 /**
- * `POST /groups/:id/join`. Open group, or an invitation waiting: member at
- * once. Closed group: a join request (repeating it is harmless) and a
- * notification to every admin and the owner.
+ * `POST /groups/:id/join`. An open group, or a closed one whose admins
+ * invited the caller: member at once. Any other closed group refuses with
+ * `social.group_closed`; asking to join is `requestToJoin`.
  */
 export async function joinGroup(ctx: Ctx, caller: string, id: string): Promise<JoinOutcome> {
   const now = new Date(ctx.clock.now());
+  try {
+    return await ctx.db.transaction().execute(async (trx) => {
+      const group = await lockGroup(trx, id);
+      if (await memberRow(trx, id, caller)) throw new ApiError('social.already_member', 'You are already a member.');
+      const pending = await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', caller).executeTakeFirst();
+      if (!group.open && pending?.kind !== 'invite') throw new ApiError('social.group_closed', 'This group is closed; ask to join instead.');
+      if ((await memberCount(trx, id)) >= group.max_members) throw new ApiError('social.group_full', 'The group is full.');
+      if (pending) await trx.deleteFrom('group_requests').where('id', '=', pending.id).execute();
+      await trx.insertInto('group_members').values({ id: ctx.ids.uuid(), group_id: id, player_id: caller, role: 'member', joined_at: now }).execute();
+      return { success: true as const, group_id: id, status: 'joined' as const };
+    });
+  } catch (err) {
+    // Two concurrent joins of one player: the second sees the first's row.
+    if (isUniqueViolation(err)) throw new ApiError('social.already_member', 'You are already a member.');
+    throw err;
+  }
+}
+
+/**
+ * `POST /groups/:id/requests`: asks to join a closed group, notifying its
+ * admins and owner; repeating it is harmless. An open group, or a waiting
+ * invitation, joins at once instead, as `join` would.
+ */
+export async function requestToJoin(ctx: Ctx, caller: string, id: string): Promise<JoinOutcome> {
+  const now = new Date(ctx.clock.now());
   const notes: NotificationView[] = [];
-  let outcome: JoinOutcome;
+  let outcome: JoinOutcome | null;
   try {
     outcome = await ctx.db.transaction().execute(async (trx) => {
       const group = await lockGroup(trx, id);
       if (await memberRow(trx, id, caller)) throw new ApiError('social.already_member', 'You are already a member.');
       const pending = await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', caller).executeTakeFirst();
-      if (group.open || pending?.kind === 'invite') {
-        if ((await memberCount(trx, id)) >= group.max_members) throw new ApiError('social.group_full', 'The group is full.');
-        if (pending) await trx.deleteFrom('group_requests').where('id', '=', pending.id).execute();
-        await trx.insertInto('group_members').values({ id: ctx.ids.uuid(), group_id: id, player_id: caller, role: 'member', joined_at: now }).execute();
-        return { success: true as const, group_id: id, status: 'joined' as const };
-      }
+      if (group.open || pending?.kind === 'invite') return null;
       if (pending) return { success: true as const, group_id: id, status: 'requested' as const };
       const request = await trx
         .insertInto('group_requests')
@@ -283,15 +303,20 @@ export async function joinGroup(ctx: Ctx, caller: string, id: string): Promise<J
       return { success: true as const, group_id: id, status: 'requested' as const };
     });
   } catch (err) {
-    // Two concurrent joins of one player: the second sees the first's row.
     if (isUniqueViolation(err)) throw new ApiError('social.already_member', 'You are already a member or have a request waiting.');
     throw err;
   }
+  if (outcome === null) return joinGroup(ctx, caller, id);
   for (const n of notes) deliverNotification(ctx, n);
   return outcome;
 }
 
-/** `POST /groups/:id/leave`: always succeeds, except for the last owner, who must hand over first. */
+/**
+ * `POST /groups/:id/leave`: always succeeds, even for a non-member or an
+ * unknown group. An owner may leave too, as the established clients expect:
+ * there is no automatic transfer, and the group stays (its admins still run
+ * it; with none left it keeps its members and its chat room).
+ */
 export async function leaveGroup(ctx: Ctx, caller: string, id: string): Promise<boolean> {
   if (!isUuid(id)) return false;
   return ctx.db.transaction().execute(async (trx) => {
@@ -302,15 +327,6 @@ export async function leaveGroup(ctx: Ctx, caller: string, id: string): Promise<
       // Withdraws a pending request or declines an invitation.
       await trx.deleteFrom('group_requests').where('group_id', '=', id).where('player_id', '=', caller).execute();
       return false;
-    }
-    if (me.role === 'owner') {
-      const owners = await trx
-        .selectFrom('group_members')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('group_id', '=', id)
-        .where('role', '=', 'owner')
-        .executeTakeFirstOrThrow();
-      if (owners.n <= 1) throw new ApiError('social.last_owner', 'Hand ownership to another member before leaving.');
     }
     await trx.deleteFrom('group_members').where('id', '=', me.id).execute();
     return true;
@@ -324,9 +340,11 @@ export async function listMembers(db: Db, id: string, page: Page): Promise<Group
   return rows.map(memberView);
 }
 
-/** Locks the group, then both memberships; either missing is `social.member_not_found`. */
+/** Locks the group, then both memberships; an unknown group or either membership missing is `social.member_not_found`. */
 async function actorAndSubject(trx: Transaction<Database>, id: string, caller: string, target: string) {
-  await lockGroup(trx, id);
+  // An unknown group has no members: the answer is the same as for a stranger.
+  const group = isUuid(id) ? await trx.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst() : undefined;
+  if (!group) throw memberNotFound();
   const actor = await memberRow(trx, id, caller);
   if (!actor) throw memberNotFound();
   const subject = isUuid(target) ? await memberRow(trx, id, target) : undefined;
@@ -435,7 +453,7 @@ export async function acceptRequest(ctx: Ctx, caller: string, id: string, player
     const request = isUuid(playerId)
       ? await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', playerId).where('kind', '=', 'request').executeTakeFirst()
       : undefined;
-    if (!request) throw new ApiError('social.request_not_found', 'That player has no join request waiting.');
+    if (!request) throw new ApiError('social.member_not_found', 'That player has no join request waiting.', { reason: 'no_request' });
     if ((await memberCount(trx, id)) >= group.max_members) throw new ApiError('social.group_full', 'The group is full.');
     await trx.deleteFrom('group_requests').where('id', '=', request.id).execute();
     const row = await trx
@@ -462,6 +480,6 @@ export async function dropRequest(ctx: Ctx, caller: string, id: string, playerId
     const gone = isUuid(playerId)
       ? await trx.deleteFrom('group_requests').where('group_id', '=', id).where('player_id', '=', playerId).executeTakeFirst()
       : { numDeletedRows: 0n };
-    if (Number(gone.numDeletedRows) === 0) throw new ApiError('social.request_not_found', 'No request or invitation for that player.');
+    if (Number(gone.numDeletedRows) === 0) throw new ApiError('social.member_not_found', 'No request or invitation for that player.', { reason: 'no_request' });
   });
 }

@@ -105,7 +105,9 @@ describe('blocking', () => {
     expect((await list(a)).body.friends).toEqual([]);
     expect((await list(b)).body.friends.map((f: any) => f.status)).toEqual(['blocked']);
     expectError(await request(a, b.player_id), 404, 'social.friend_not_found');
-    expectError(await request(b, a.player_id), 403, 'social.blocked');
+    const own = await request(b, a.player_id);
+    expectError(own, 403, 'forbidden');
+    expect(own.body.error.details.reason).toBe('blocked');
     // The blocked player cannot lift someone else's block.
     expectError(await remove(a, b.player_id), 404, 'social.friendship_not_found');
     // The blocker lifts it with DELETE; requests work again.
@@ -140,6 +142,20 @@ describe('removing', () => {
 });
 
 describe('listing', () => {
+  it('lists the rows the caller started by default, as established clients expect; incoming and all on request', async () => {
+    const me = await registerPlayer(s);
+    const [out, inc] = [await registerPlayer(s), await registerPlayer(s)];
+    await request(me, out.player_id);
+    await request(inc, me.player_id);
+    const mine = (await list(me)).body.friends;
+    expect(mine.map((f: any) => [f.player_id, f.friend_id, f.direction])).toEqual([[me.player_id, out.player_id, 'outgoing']]);
+    expect((await list(me, '?direction=outgoing')).body.friends).toEqual(mine);
+    expect((await list(me, '?direction=sideways')).body.friends).toEqual(mine);
+    const incoming = (await list(me, '?direction=incoming')).body.friends;
+    expect(incoming.map((f: any) => [f.player_id, f.friend_id, f.direction])).toEqual([[inc.player_id, me.player_id, 'incoming']]);
+    expect((await list(me, '?direction=all')).body.friends.map((f: any) => f.direction)).toEqual(['incoming', 'outgoing']);
+  });
+
   it('lists both directions with a status filter, newest first, paginated by limit and before', async () => {
     const me = await registerPlayer(s);
     const others: TestPlayer[] = [];
@@ -150,18 +166,18 @@ describe('listing', () => {
     await request(others[3]!, me.player_id);
     await answer(me, others[3]!.player_id, 'accepted');
 
-    const all = (await list(me)).body.friends;
+    const all = (await list(me, '?direction=all')).body.friends;
     expect(all).toHaveLength(4);
     expect(all.map((f: any) => f.direction)).toEqual(['incoming', 'incoming', 'outgoing', 'outgoing']);
-    expect((await list(me, '?status=accepted')).body.friends.map((f: any) => f.player_id)).toEqual([others[3]!.player_id]);
-    expect((await list(me, '?status=pending')).body.friends).toHaveLength(3);
-    expect((await list(me, '?status=weird')).body.friends).toEqual([]);
+    expect((await list(me, '?direction=all&status=accepted')).body.friends.map((f: any) => f.player_id)).toEqual([others[3]!.player_id]);
+    expect((await list(me, '?direction=all&status=pending')).body.friends).toHaveLength(3);
+    expect((await list(me, '?direction=all&status=weird')).body.friends).toEqual([]);
 
-    const first = (await list(me, '?limit=2')).body.friends;
+    const first = (await list(me, '?direction=all&limit=2')).body.friends;
     expect(first).toHaveLength(2);
-    const second = (await list(me, `?limit=2&before=${first[1].id}`)).body.friends;
+    const second = (await list(me, `?direction=all&limit=2&before=${first[1].id}`)).body.friends;
     expect(second.map((f: any) => f.id)).toEqual(all.slice(2).map((f: any) => f.id));
-    expect((await list(me, '?limit=0')).body.friends).toHaveLength(1);
+    expect((await list(me, '?direction=all&limit=0')).body.friends).toHaveLength(1);
   });
 
   it('shows whether accepted friends are online, and nothing for others', async () => {

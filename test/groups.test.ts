@@ -13,6 +13,7 @@ afterAll(async () => {
 
 const create = (p: TestPlayer, body: unknown) => s.call('POST', '/api/v1/groups', { token: p.access_token, body });
 const join = (p: TestPlayer, id: string) => s.call('POST', `/api/v1/groups/${id}/join`, { token: p.access_token });
+const askToJoin = (p: TestPlayer, id: string) => s.call('POST', `/api/v1/groups/${id}/requests`, { token: p.access_token });
 const leave = (p: TestPlayer, id: string) => s.call('POST', `/api/v1/groups/${id}/leave`, { token: p.access_token });
 const members = (p: TestPlayer, id: string, q = '') => s.call('GET', `/api/v1/groups/${id}/members${q}`, { token: p.access_token });
 const setRole = (p: TestPlayer, id: string, target: string, role: unknown) =>
@@ -132,22 +133,26 @@ describe('joining and leaving', () => {
     expectError(await join(b, '0190c1f2-aaaa-7000-8000-000000000001'), 404, 'social.group_not_found');
   });
 
-  it('files a join request for a closed group that an admin accepts, with notifications both ways', async () => {
+  it('refuses a join of a closed group, files a join request that an admin accepts, with notifications both ways', async () => {
     const [owner, a, stranger] = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];
     const id = (await create(owner, { name: 'Closed club' })).body.id;
     const ownerSock = await TestSocket.open(s);
     await ownerSock.request('session.connect', { token: owner.access_token });
-    expect((await join(a, id)).body).toEqual({ success: true, group_id: id, status: 'requested' });
+    expectError(await join(a, id), 403, 'social.group_closed');
+    expect((await askToJoin(a, id)).body).toEqual({ success: true, group_id: id, status: 'requested' });
     const note = await ownerSock.next('notification.new');
     expect(note.payload).toMatchObject({ type: 'group_join_request', content: { group_id: id, player_id: a.player_id } });
-    expect((await join(a, id)).body.status).toBe('requested');
+    expect((await askToJoin(a, id)).body.status).toBe('requested');
+    expectError(await join(a, id), 403, 'social.group_closed');
     expect(await roleOf(id, a)).toBeUndefined();
 
     const requests = await s.call('GET', `/api/v1/groups/${id}/requests`, { token: owner.access_token });
     expect(requests.body.requests).toMatchObject([{ player_id: a.player_id, kind: 'request' }]);
     expectError(await s.call('GET', `/api/v1/groups/${id}/requests`, { token: a.access_token }), 403, 'forbidden');
     expectError(await s.call('POST', `/api/v1/groups/${id}/requests/${a.player_id}/accept`, { token: a.access_token }), 403, 'forbidden');
-    expectError(await s.call('POST', `/api/v1/groups/${id}/requests/${stranger.player_id}/accept`, { token: owner.access_token }), 404, 'social.request_not_found');
+    const none = await s.call('POST', `/api/v1/groups/${id}/requests/${stranger.player_id}/accept`, { token: owner.access_token });
+    expectError(none, 404, 'social.member_not_found');
+    expect(none.body.error.details.reason).toBe('no_request');
 
     const accepted = await s.call('POST', `/api/v1/groups/${id}/requests/${a.player_id}/accept`, { token: owner.access_token });
     expect(accepted.body).toMatchObject({ group_id: id, player_id: a.player_id, role: 'member' });
@@ -167,23 +172,34 @@ describe('joining and leaving', () => {
     expect((await join(invited, id)).body.status).toBe('joined');
     expectError(await s.call('POST', `/api/v1/groups/${id}/invites`, { token: owner.access_token, body: { player_id: invited.player_id } }), 409, 'social.already_member');
 
-    await join(asker, id);
+    await askToJoin(asker, id);
     expect((await s.call('DELETE', `/api/v1/groups/${id}/requests/${asker.player_id}`, { token: owner.access_token })).body).toEqual({ success: true });
-    expectError(await s.call('DELETE', `/api/v1/groups/${id}/requests/${asker.player_id}`, { token: owner.access_token }), 404, 'social.request_not_found');
+    expectError(await s.call('DELETE', `/api/v1/groups/${id}/requests/${asker.player_id}`, { token: owner.access_token }), 404, 'social.member_not_found');
     expect(await roleOf(id, asker)).toBeUndefined();
   });
 
-  it('lets members leave, answers success for non-members, and stops the last owner until they hand over', async () => {
+  it('lets members leave, answers success for non-members, and lets the owner leave too (the group stays)', async () => {
     const g = await staffed();
     expect((await leave(g.member, g.id)).body).toEqual({ success: true });
     expect((await leave(g.outsider, g.id)).body).toEqual({ success: true });
     expect((await leave(g.outsider, 'nope')).body).toEqual({ success: true });
-    expectError(await leave(g.owner, g.id), 409, 'social.last_owner');
     const transfer = await setRole(g.owner, g.id, g.admin.player_id, 'owner');
     expect(transfer.body).toMatchObject({ player_id: g.admin.player_id, role: 'owner' });
     expect(await roleOf(g.id, g.owner)).toBe('admin');
     expect((await leave(g.owner, g.id)).status).toBe(200);
     expect(await roleOf(g.id, g.admin)).toBe('owner');
+    // The last owner leaves without handing over: no transfer, and the group stays.
+    expect((await leave(g.admin, g.id)).body).toEqual({ success: true });
+    expect(await roleOf(g.id, g.moderator)).toBe('moderator');
+    expect((await s.call('GET', `/api/v1/groups/${g.id}`, { token: g.moderator.access_token })).status).toBe(200);
+  });
+
+  it('answers social.member_not_found for a role change or kick in an unknown group', async () => {
+    const p = await registerPlayer(s);
+    const unknown = '0190c1f2-aaaa-7000-8000-000000000002';
+    expectError(await kick(p, unknown, p.player_id), 404, 'social.member_not_found');
+    expectError(await setRole(p, unknown, p.player_id, 'admin'), 404, 'social.member_not_found');
+    expectError(await kick(p, 'not-a-uuid', p.player_id), 404, 'social.member_not_found');
   });
 });
 

@@ -33,7 +33,7 @@ describe('presence.update', () => {
     expect(await pending.socket.quiet(isPresence, 50)).toBe(true);
 
     // Friend listings show it too.
-    const listing = await s.call('GET', '/api/v1/friends', { token: friend.token });
+    const listing = await s.call('GET', '/api/v1/friends?direction=all', { token: friend.token });
     expect(listing.body.friends[0]).toMatchObject({ online: true, presence: { status: 'in_lobby', metadata: { map: 'dust' } } });
     // An absent status means online.
     expect((await a.socket.request('presence.update', {})).payload).toEqual({ status: 'online', metadata: {} });
@@ -77,7 +77,7 @@ describe('presence.update', () => {
     expect(offline.payload).toEqual({ player_id: a.playerId, status: 'offline', metadata: {} });
     expect(s.ctx.live.presence.get(a.playerId)).toBeNull();
     expect(s.ctx.live.presence.onlineCount()).toBe(countBefore - 1);
-    const listing = await s.call('GET', '/api/v1/friends', { token: friend.token });
+    const listing = await s.call('GET', '/api/v1/friends?direction=all', { token: friend.token });
     expect(listing.body.friends[0]).toMatchObject({ online: false, presence: null });
     friend.socket.close();
   });
