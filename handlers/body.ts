@@ -44,7 +44,7 @@ export async function readJson(request: RequestLike): Promise<unknown> {
   const problem = textProblem(value, text);
   if (problem) {
     // The field a client would fix is the top-level key; a root that is not an object is the empty name (as in a JSON Pointer).
-    const field = problem.path.length > 0 && !Array.isArray(value) ? String(problem.path[0]) : '';
+    const field = problem.under !== undefined && !Array.isArray(value) ? String(problem.under) : '';
     throw validationFailed(legacyKeyOf(request.url), { [field]: [textProblemMessage(problem)] });
   }
   return value;

@@ -177,7 +177,7 @@ export function parseClientFrame(text: string): ClientFrame | FrameError {
   const problem = textProblem(o.payload, text);
   if (problem) {
     // Wire-protocol 2.4: a failure that is the client's fault and not an absent key is `invalid_payload`.
-    const field = problem.path.length > 0 && !Array.isArray(o.payload) ? String(problem.path[0]) : undefined;
+    const field = problem.under !== undefined && !Array.isArray(o.payload) ? String(problem.under) : undefined;
     const message = `${field === undefined ? 'The payload' : field} ${textProblemMessage(problem)}.`;
     frame.refusal = new ApiError('invalid_payload', message, field === undefined ? {} : { field });
   }

@@ -86,6 +86,8 @@ describe('nesting', () => {
   it('a body nested deeper than 64 levels is 422 naming the field, not a stack overflow (500)', async () => {
     const put = (raw: string) => s.call('PUT', `/api/v1/players/${me.player_id}`, { token: me.access_token, body: raw });
     expectRefused(await put(`{"metadata":{"a":${nest(100_000)}}}`), 'errors', 'metadata');
+    // Closing brackets inside a string do not hide the depth.
+    expectRefused(await put(`{"metadata":{"s":"${']'.repeat(100)}\\\\","a":${nest(63)}}}`), 'errors', 'metadata');
     // Just inside the bound (the metadata object at level 1, its arrays below it) is fine.
     expect((await put(`{"metadata":{"a":${nest(62)}}}`)).status).toBe(200);
     // 800 KB of brackets parses without recursion; the root itself is the empty name.
