@@ -15,7 +15,7 @@ import { createIdentityProviders } from '../runtime/identities';
 import type { Settings } from '../runtime/settings';
 import type { OpenDatabase } from './database';
 import { nodeHandler, TrustedProxies } from './http';
-import { FixedWindowLimiter } from './limits';
+import { WindowLimiter } from './limits';
 import { LiveHost, type LiveOptions } from './live';
 import { loadClientGate } from './client-gate';
 import { TokenCache } from './token-cache';
@@ -65,7 +65,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const clock = options.clock ?? systemClock;
   const log = options.log ?? jsonLogger((line) => process.stdout.write(line + '\n'), options.settings.log_level);
   const ids = uuidv7Source(() => clock.now());
-  const limits = new FixedWindowLimiter(options.settings.rate_limits, () => clock.now());
+  const limits = new WindowLimiter(options.settings.rate_limits, () => clock.now());
   let ready = false;
   const tokens = new TokenCache({
     lookup: (hash, now) => findAccessToken(options.database.db, hash, now),

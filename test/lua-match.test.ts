@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FixedWindowLimiter } from '../host/limits';
+import { WindowLimiter } from '../host/limits';
 import { DEFAULT_RATE_LIMITS } from '../runtime/settings';
 import { PASSIVE, vmOf } from './fixtures/games/harness';
 
@@ -258,7 +258,7 @@ describe('game.* API', () => {
   });
 
   it('game.log is rate limited by the log group and answers false', () => {
-    const limits = new FixedWindowLimiter({ ...DEFAULT_RATE_LIMITS, log: { limit: 2, window: 60_000 } });
+    const limits = new WindowLimiter({ ...DEFAULT_RATE_LIMITS, log: { limit: 2, window: 60_000 } });
     const { vm, recorded } = vmOf(PASSIVE + `function tick(state) state.r = { game.log("info", "1"), game.log("info", "2"), game.log("info", "3") } return state end
       function get_state(id, state) return { r = state.r } end`, { limits });
     vm.init();
@@ -320,7 +320,7 @@ describe('game.* API', () => {
   });
 
   it('failing calls are logged under script_log, 3 per window per call site', () => {
-    const limits = new FixedWindowLimiter({ ...DEFAULT_RATE_LIMITS });
+    const limits = new WindowLimiter({ ...DEFAULT_RATE_LIMITS });
     const { vm, recorded } = vmOf(PASSIVE + `function tick(state) error("tick broke") end`, { limits });
     vm.init();
     for (let i = 0; i < 6; i++) vm.tick();

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { FixedWindowLimiter } from '../host/limits';
+import { WindowLimiter } from '../host/limits';
 import { DEFAULT_RATE_LIMITS, parseSettings } from '../runtime/settings';
 import { TrustedProxies } from '../host/http';
 import { startTestServer, type TestServer } from './support/server';
@@ -18,7 +18,7 @@ async function server(settings: Parameters<typeof startTestServer>[0]) {
 describe('fixed windows', () => {
   it('admits `limit` per window and says exactly when the next one opens', () => {
     let now = 1_000_000;
-    const limiter = new FixedWindowLimiter({ ...DEFAULT_RATE_LIMITS, api: { limit: 3, window: 1000 } }, () => now);
+    const limiter = new WindowLimiter({ ...DEFAULT_RATE_LIMITS, api: { limit: 3, window: 1000 } }, () => now);
     for (let i = 0; i < 3; i++) expect(limiter.take('api', 'k').ok).toBe(true);
     now += 400;
     expect(limiter.take('api', 'k')).toEqual({ ok: false, retryAfterMs: 600 });
@@ -32,7 +32,7 @@ describe('fixed windows', () => {
 
   it('keeps groups apart and sweeps closed windows', () => {
     let now = 0;
-    const limiter = new FixedWindowLimiter({ ...DEFAULT_RATE_LIMITS, auth: { limit: 1, window: 1000 }, api: { limit: 1, window: 5000 } }, () => now);
+    const limiter = new WindowLimiter({ ...DEFAULT_RATE_LIMITS, auth: { limit: 1, window: 1000 }, api: { limit: 1, window: 5000 } }, () => now);
     expect(limiter.take('auth', 'k').ok).toBe(true);
     expect(limiter.take('api', 'k').ok).toBe(true);
     expect(limiter.take('auth', 'k').ok).toBe(false);
@@ -196,5 +196,33 @@ describe('trusted proxies', () => {
     expect((await s.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '2001:db8::10' } })).status).toBe(200);
     expect((await s.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '2001:db8::10' } })).status).toBe(429);
     expect((await s.call('GET', '/api/v1/health', { headers: { 'x-forwarded-for': '2001:db8::11' } })).status).toBe(200);
+  });
+});
+
+describe('sliding windows', () => {
+  it('never admit more than the limit in any window for ws_connect and join, across a window edge too', () => {
+    let now = 0;
+    const limiter = new WindowLimiter({ ...DEFAULT_RATE_LIMITS, ws_connect: { limit: 3, window: 1000 }, api: { limit: 3, window: 1000 } }, () => now);
+    expect(limiter.take('api', 'ip').ok).toBe(true);
+    now = 900;
+    for (let i = 0; i < 3; i++) expect(limiter.take('ws_connect', 'ip').ok).toBe(true);
+    for (let i = 0; i < 2; i++) expect(limiter.take('api', 'ip').ok).toBe(true);
+    // 200 ms later a fixed window has opened afresh; the sliding one still holds the three.
+    now = 1100;
+    expect(limiter.take('api', 'ip').ok).toBe(true);
+    expect(limiter.take('ws_connect', 'ip')).toEqual({ ok: false, retryAfterMs: 800 });
+    expect(limiter.check('ws_connect', 'ip').ok).toBe(false);
+    now = 1900;
+    for (let i = 0; i < 3; i++) expect(limiter.take('ws_connect', 'ip').ok).toBe(true);
+    expect(limiter.take('ws_connect', 'ip').ok).toBe(false);
+    now = 2899;
+    limiter.sweep();
+    expect(limiter.take('ws_connect', 'ip')).toEqual({ ok: false, retryAfterMs: 1 });
+    now = 2900;
+    expect(limiter.take('ws_connect', 'ip').ok).toBe(true);
+    now = 10_000;
+    limiter.sweep();
+    expect(limiter.size).toBe(0);
+    limiter.close();
   });
 });

@@ -10,7 +10,7 @@ import { heapInUse, runningDeadline } from '../../../runtime/lua/vm';
 import { systemClock } from '../../../runtime/context';
 import { uuidv7Source } from '../../../runtime/ids';
 import { watchGameFiles } from '../../game';
-import { FixedWindowLimiter } from '../../limits';
+import { WindowLimiter } from '../../limits';
 import { MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
 import { ScriptRunner } from './runner';
 
@@ -56,7 +56,7 @@ const runner = new ScriptRunner({
   source: files?.source ?? { read: () => null },
   budgets: data.budgets,
   bindings: proxyBindings(data.bindings),
-  limits: new FixedWindowLimiter(data.rateLimits),
+  limits: new WindowLimiter(data.rateLimits),
   clock: systemClock,
   ids: uuidv7Source(),
   failingTicksMax: data.failingTicksMax,
