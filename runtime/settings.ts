@@ -44,8 +44,9 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
   rehome: { limit: 5, window: 1000 },
   rehome_global: { limit: 200, window: 1000 },
   script_log: { limit: 3, window: 10_000 },
-  log: { limit: 20, window: 1000 },
-  log_global: { limit: 200, window: 1000 },
+  // game.log lines: per match (or zone), and per node.
+  log: { limit: 30, window: 1000 },
+  log_global: { limit: 300, window: 1000 },
   erase: { limit: 3, window: 60_000 },
   // Failed password logins per account, whatever address they come from
   // (docs/decisions/0016): a botnet gets 10 guesses per 5 minutes on one

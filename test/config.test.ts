@@ -122,3 +122,11 @@ describe('boot', () => {
     expect(err!.stderr).toContain("'rate_limits.api.limit'");
   });
 });
+
+describe('script log buckets', () => {
+  it('default to 30 game.log lines a second per match and 300 per node', () => {
+    const { settings } = parseSettings({});
+    expect(settings.rate_limits.log).toEqual({ limit: 30, window: 1000 });
+    expect(settings.rate_limits.log_global).toEqual({ limit: 300, window: 1000 });
+  });
+});
