@@ -1,0 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ERROR_STATUS } from '../runtime/errors';
+import { README, withFreshTable } from './support/error-table';
+
+describe('README error table', () => {
+  it('lists every code of the one error table with its status (regenerate: node --import tsx test/support/error-table.ts --write)', () => {
+    const readme = readFileSync(README, 'utf8');
+    expect(readme).toBe(withFreshTable(readme));
+    for (const [code, status] of Object.entries(ERROR_STATUS)) expect(readme).toContain(`\`${code}\` ${status}`);
+  });
+});
