@@ -17,6 +17,8 @@ import { hashToken, newToken } from '../runtime/tokens';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const kind = process.argv[2];
+/** Optional JSON: `{settings, gameDir}` overriding the defaults below (bench/matches.ts, bench/hostile.ts). */
+const overrides = JSON.parse(process.argv[3] ?? '{}') as { settings?: Record<string, unknown>; gameDir?: string };
 const send = (m: unknown) => process.send!(m);
 
 function memory() {
@@ -46,9 +48,10 @@ if (kind === 'bare') {
     match_max: 100_000,
     matchmaker_max_queue: 1_000_000,
     log_level: 'error',
+    ...overrides.settings,
   });
   const database = await openEmbedded({});
-  const game = loadGameDirectory(path.join(here, '../examples/demo-game'), {}, silentLogger);
+  const game = loadGameDirectory(overrides.gameDir ?? path.join(here, '../examples/demo-game'), {}, silentLogger);
   const running = await startServer({ settings, database, log: silentLogger, live: { game } });
   await running.ready;
   const live = running.ctx.live as LiveHost;

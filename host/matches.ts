@@ -117,8 +117,6 @@ class LatenessHistogram {
 class TickWheel<T> {
   static readonly SLOTS = 100;
   static readonly SLOT_MS = TICK_MS / TickWheel.SLOTS;
-  /** A new match goes to the emptiest of the slots this many ms past one period from now. */
-  static readonly START_WINDOW = 10;
   readonly #slots: Set<T>[] = Array.from({ length: TickWheel.SLOTS }, () => new Set<T>());
   /** Items whose first pass comes too soon: they tick from this instant on. */
   readonly #firstDue = new Map<T, number>();
@@ -137,20 +135,28 @@ class TickWheel<T> {
   ) {}
 
   /**
-   * The first tick comes one period after `add`, at most START_WINDOW ms
-   * later: the item joins one of the slots about to turn and sits out that
-   * first pass.
+   * The first tick comes one period after `add`: the item sits out its
+   * slot's next pass. Of the slots holding at most one item more than the
+   * emptiest, it takes the one turning soonest, so a steady trickle of new
+   * matches starts one period (and a few ms) after they were made, and a
+   * burst is spread over the whole period instead of piling into a few
+   * slots (its later matches start up to one period later).
    */
   add(item: T): number {
     if (this.#count++ === 0) this.#start();
-    let best = this.#cursor;
-    for (let k = 1; k < TickWheel.START_WINDOW; k++) {
+    let least = Infinity;
+    for (const slot of this.#slots) least = Math.min(least, slot.size);
+    let chosen = this.#cursor;
+    for (let k = 0; k < TickWheel.SLOTS; k++) {
       const i = (this.#cursor + k) % TickWheel.SLOTS;
-      if (this.#slots[i]!.size < this.#slots[best]!.size) best = i;
+      if (this.#slots[i]!.size <= least + 1) {
+        chosen = i;
+        break;
+      }
     }
-    this.#slots[best]!.add(item);
+    this.#slots[chosen]!.add(item);
     this.#firstDue.set(item, this.now() + TICK_MS - TickWheel.SLOT_MS);
-    return best;
+    return chosen;
   }
 
   remove(item: T, slot: number): void {

@@ -1,0 +1,172 @@
+// `npm run bench -- hostile [seconds] [matches]`: one hostile match beside
+// 500 ordinary 2-player arena matches of the demo game. Three windows per
+// script mode, in one target: no hostile match (the baseline), a match whose
+// every tick loops until it is stopped, and one whose every tick grows the
+// heap until it is stopped. In each window: `GET /api/v1/health` and a REST
+// read (`GET /api/v1/players/me`) probed back to back, a WebSocket
+// heartbeat round trip, the ordinary matches' tick lateness and their share
+// of `match.state` frames delivered. The hostile match is kept running
+// through the window (match_failing_ticks_max raised) so the window measures
+// it, not its end. Then SIGTERM to the production host (dist/host.mjs) with
+// a hostile match running: time to exit against shutdown_grace_ms.
+// Modes: the default worker pool, and `match_workers: 0` for contrast.
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import path from 'node:path';
+import { WebSocket } from 'ws';
+import { startHost } from './_host-process';
+import { child, table } from './_children';
+
+const seconds = Number(process.argv[2] ?? 10);
+const ordinary = Number(process.argv[3] ?? 500);
+const HEALTH_P99_MS = 20;
+const LATENESS_P99_MS = 50;
+const GRACE_MS = 10_000;
+
+const HOSTILE = {
+  loop: 'function tick(state) while true do end end',
+  heap: 'function tick(state) local t = {} for i = 1, 1e9 do t[i] = string.rep("x", 1000000) .. i end return state end',
+};
+
+/** The demo game plus one mode per hostile script. */
+function hostileGame(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-hostile-'));
+  cpSync(path.join(import.meta.dirname, '../examples/demo-game'), dir, { recursive: true });
+  const body = (script: string) => `match_size = 1\nquick_play = true\nfunction init(c) return {} end\nfunction join(p, s) return s end\nfunction leave(p, s) return s end\nfunction handle_input(p, i, s) return s end\nfunction get_state(p, s) return {} end\n${script}\n`;
+  for (const [name, script] of Object.entries(HOSTILE)) writeFileSync(path.join(dir, `hostile_${name}.lua`), body(script));
+  const config = readFileSync(path.join(dir, 'config.lua'), 'utf8');
+  const modes = Object.keys(HOSTILE).map((n) => `  hostile_${n} = "hostile_${n}.lua",`).join('\n');
+  writeFileSync(path.join(dir, 'config.lua'), config.replace('return {', `return {\n${modes}`));
+  return dir;
+}
+
+function p99(samples: number[]): number {
+  if (samples.length === 0) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))]!;
+}
+
+async function socket(port: number, token: string): Promise<{ ws: WebSocket; request(type: string, payload: unknown): Promise<any> }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false });
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+  const waiting = new Map<string, (f: any) => void>();
+  ws.on('message', (data) => {
+    const f = JSON.parse(data.toString());
+    if (typeof f.cid === 'string') waiting.get(f.cid)?.(f);
+  });
+  let n = 0;
+  const request = (type: string, payload: unknown) =>
+    new Promise<any>((resolve) => {
+      const cid = `b${++n}`;
+      waiting.set(cid, resolve);
+      ws.send(JSON.stringify({ type, cid, payload }));
+    });
+  const connected = await request('session.connect', { token });
+  if (connected.type !== 'session.connected') throw new Error(`connect failed: ${JSON.stringify(connected)}`);
+  return { ws, request };
+}
+
+/** Probes back to back until `until`; each probe's latency in ms (a failure or a 2 s timeout counts as 2000). */
+async function probe(until: number, once: () => Promise<boolean>): Promise<number[]> {
+  const out: number[] = [];
+  while (Date.now() < until) {
+    const t = performance.now();
+    const ok = await Promise.race([once().catch(() => false), new Promise<boolean>((r) => setTimeout(() => r(false), 2000))]);
+    out.push(ok ? performance.now() - t : 2000);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return out;
+}
+
+const game = hostileGame();
+const rows: (string | number)[][] = [];
+const modes: { name: string; settings: Record<string, unknown> }[] = [
+  { name: `worker pool (${Math.max(1, availableParallelism() - 1)})`, settings: {} },
+  { name: 'main thread', settings: { match_workers: 0 } },
+];
+for (const mode of modes) {
+  const target = await child('_ws-target.ts', ['svc', JSON.stringify({ gameDir: game, settings: { ...mode.settings, match_failing_ticks_max: 100_000 } })]);
+  const load = await child('_ws-load.ts');
+  try {
+    const port = target.first.port as number;
+    const url = `http://127.0.0.1:${port}`;
+    const tokens: string[] = (await target.request('provision', { n: 2 * ordinary + 2 })).tokens;
+    const [probeToken, hostileToken] = tokens.splice(0, 2) as [string, string];
+    process.stdout.write(`${mode.name}: ${ordinary} matches starting ... `);
+    await load.request('matches', { port, tokens }, 600_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    console.log('running');
+    const prober = await socket(port, probeToken);
+    for (const kind of ['none', ...Object.keys(HOSTILE)]) {
+      let hostile: Awaited<ReturnType<typeof socket>> | null = null;
+      if (kind !== 'none') {
+        hostile = await socket(port, hostileToken);
+        const joined = await hostile.request('match.find_or_create', { mode: `hostile_${kind}` });
+        if (joined.type !== 'match.joined') throw new Error(`hostile match: ${JSON.stringify(joined)}`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      await target.request('lateness-reset');
+      const before = await load.request('counters');
+      const until = Date.now() + seconds * 1000;
+      const [health, rest, ws] = await Promise.all([
+        probe(until, async () => (await fetch(`${url}/api/v1/health`)).status === 200),
+        probe(until, async () => (await fetch(`${url}/api/v1/players/me`, { headers: { authorization: `Bearer ${probeToken}` } })).status === 200),
+        probe(until, async () => (await prober.request('session.heartbeat', {})).type === 'session.heartbeat'),
+      ]);
+      const late = await target.request('lateness');
+      const after = await load.request('counters');
+      const delivered = (after.states - before.states) / (2 * ordinary * 10 * seconds);
+      rows.push([
+        mode.name,
+        kind === 'none' ? 'none (baseline)' : `${kind} in every tick`,
+        p99(health).toFixed(1),
+        p99(rest).toFixed(1),
+        p99(ws).toFixed(1),
+        late.p99,
+        late.skipped,
+        `${(delivered * 100).toFixed(1)} %`,
+        p99(health) < HEALTH_P99_MS && late.p99 < LATENESS_P99_MS ? 'yes' : 'no',
+      ]);
+      console.log(`  ${kind}: health p99 ${p99(health).toFixed(1)} ms, tick p99 ${late.p99} ms, ${(delivered * 100).toFixed(1)} % delivered`);
+      hostile?.ws.terminate();
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    prober.ws.terminate();
+    await load.request('release');
+  } finally {
+    await Promise.all([load.stop(), target.stop()]);
+  }
+}
+table(
+  `One hostile match beside ${ordinary} ordinary 2-player matches, ${seconds} s per window, ${availableParallelism()} cores`,
+  ['scripts on', 'hostile match', 'health p99 ms', 'REST read p99 ms', 'WS heartbeat p99 ms', 'tick p99 lateness ms', 'ticks skipped', 'match.state delivered', `health < ${HEALTH_P99_MS}, ticks < ${LATENESS_P99_MS}`],
+  rows,
+);
+
+// SIGTERM with a hostile match running, through the production entry.
+const stops: (string | number)[][] = [];
+for (const mode of modes) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-sigterm-'));
+  const config = path.join(dir, 'settings.json');
+  writeFileSync(config, JSON.stringify({ ...mode.settings, match_failing_ticks_max: 100_000, pbkdf2_iterations: 1000, shutdown_grace_ms: GRACE_MS }));
+  const host = await startHost({ GAME_DIR: game, SVC_DATA_DIR: path.join(dir, 'data'), SVC_CONFIG: config });
+  try {
+    await host.ready(120_000);
+    const res = await fetch(`${host.url}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: `sigterm_${Date.now().toString(36)}`, password: 'correct-horse-battery' }),
+    });
+    const { access_token } = (await res.json()) as { access_token: string };
+    const s = await socket(host.port, access_token);
+    await s.request('match.find_or_create', { mode: 'hostile_loop' });
+    await new Promise((r) => setTimeout(r, 2000));
+    const t = performance.now();
+    host.proc.kill('SIGTERM');
+    const code = await Promise.race([host.exited, new Promise((r) => setTimeout(() => r('still running'), GRACE_MS * 2))]);
+    stops.push([mode.name, String(code), (performance.now() - t).toFixed(0), GRACE_MS]);
+  } finally {
+    await host.stop(1000);
+  }
+}
+table('SIGTERM to `node dist/host.mjs` with a hostile match running', ['scripts on', 'exit', 'ms to exit', 'shutdown_grace_ms'], stops);
