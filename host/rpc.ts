@@ -63,10 +63,6 @@ export class RpcRegistry implements RpcDispatcher {
     this.#methods.set(method, { handler, codes: options.codes ? new Set(options.codes) : null });
   }
 
-  has(method: string): boolean {
-    return this.#methods.has(method);
-  }
-
   async call(method: string, params: Record<string, unknown>, caller: { playerId: string }): Promise<Record<string, unknown>> {
     const entry = this.#methods.get(method) ?? this.#mounted(method);
     if (!entry) throw new ApiError('rpc.unknown_method', 'No extension serves that method.');

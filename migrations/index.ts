@@ -6,6 +6,12 @@ import * as m0020 from './0020_social';
 /**
  * Every migration, in order. Imported statically so the bundle carries them;
  * a file is never edited after it lands — add the next number instead.
+ *
+ * Numbering: `NNNN_<domain>.ts`, applied in ascending order of the name. The
+ * next file takes the highest number here plus one (0021 after 0020); the gap
+ * from 0002 to 0020 is history (social was numbered ahead of domains that
+ * never took the numbers between) and is never filled, because a number below
+ * one a deployment already applied would be skipped by kysely's ordered check.
  */
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,

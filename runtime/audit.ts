@@ -56,15 +56,3 @@ export async function writeAudit(
     })
     .execute();
 }
-
-/**
- * For audits that follow an already-committed change (spec part 6): a failed
- * insert does not undo the operation; the row goes to the log at error level.
- */
-export async function writeAuditAfter(ctx: Pick<Ctx, 'db' | 'ids' | 'clock' | 'log'>, record: AuditRecord): Promise<void> {
-  try {
-    await writeAudit(ctx.db, ctx, record);
-  } catch (err) {
-    ctx.log.error('audit_write_failed', { audit: record, error: err instanceof Error ? err.message : String(err) });
-  }
-}

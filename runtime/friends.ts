@@ -32,7 +32,6 @@ registerErasable(
 );
 
 export type FriendStatus = 'pending' | 'accepted' | 'blocked';
-export const FRIEND_STATUSES: readonly FriendStatus[] = ['pending', 'accepted', 'blocked'];
 
 export interface FriendshipView {
   id: string;
