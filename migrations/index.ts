@@ -11,7 +11,7 @@ import * as m0020 from './0020_social';
  * next file takes the highest number here plus one (0021 after 0020); the gap
  * from 0002 to 0020 is history (social was numbered ahead of domains that
  * never took the numbers between) and is never filled, because a number below
- * one a deployment already applied would be skipped by kysely's ordered check.
+ * one a deployment already applied makes kysely refuse to migrate (it checks the order).
  */
 export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,

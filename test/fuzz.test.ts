@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../handlers/routes';
 import { ERROR_STATUS, isErrorCode } from '../runtime/errors';
@@ -9,7 +10,8 @@ import { TestSocket, type Frame } from './support/ws-client';
 
 /**
  * Property-based fuzz of the whole client surface through the production
- * wiring: every route of the route table and every routed frame type, with
+ * wiring, serving the demo game (so matches, scripts and their RPCs run):
+ * every route of the route table and every routed frame type, with
  * hostile strings, numbers, nesting and encodings. The properties: no 5xx,
  * no socket answer whose code is a 5xx one, every frame answered, and the
  * process still serving afterwards. Seeded, so a failure replays; bounded,
@@ -28,7 +30,7 @@ beforeAll(async () => {
     rate_limits: { ws_connect: { limit: 1000, window: 1000 }, login_failures: { limit: 1_000_000, window: 1000 } },
     chat_send_rate: { limit: 1000, window: 1000 },
     game_modes: { arena: { chat_channels: ['lobby'] } },
-  });
+  }, { gameDir: path.resolve(__dirname, '../examples/demo-game') });
   players = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];
   const g = await s.call('POST', '/api/v1/groups', { token: players[0]!.access_token, body: { name: 'Fuzzers', open: true } });
   expect(g.status).toBe(200);
@@ -43,7 +45,7 @@ afterAll(async () => {
 const HOSTILE_TEXT = [
   '\u0000', 'a\u0000b', '\ud800', '\udfff', 'x\udc00y', '\ud83d', '\uffff', '\ufeff', '🎮', 'é', 'ß\u0301', '',
   ' ', '\t\n\r', "'; drop table players; --", '../../etc/passwd', '%00', '%E0%A4%A', '\\u0000', 'null', 'true', '-1',
-  'global:lobby', 'room:', 'dm:a:b', 'arena', 'pending', 'accepted', 'blocked', 'admin', 'owner', 'member',
+  'global:lobby', 'room:', 'dm:a:b', 'arena', 'lobby', 'game.roll', 'game.time', 'pending', 'accepted', 'blocked', 'admin', 'owner', 'member',
 ];
 
 /** Text of every kind, including the sizes limits exist for. */
@@ -119,9 +121,9 @@ function plausible(): Record<string, unknown> {
     username: `fz_${SEED.toString(36)}_${++usernames}`, password: 'correct horse battery', display_name: 'Fuzzy',
     avatar_url: 'https://example.com/a.png', metadata: { level: 1, tags: ['a'] }, name: 'Fuzz group', description: 'about',
     max_members: 10, open: true, content: 'hello', recipient_id: b!.player_id, status: 'pending', role: 'member',
-    player_id: c!.player_id, friend_id: b!.player_id, params: {}, mode: 'arena', properties: {}, provider: 'password',
+    player_id: c!.player_id, friend_id: b!.player_id, params: { sides: 6 }, mode: 'lobby', properties: {}, provider: 'password',
     channel_id: 'global:lobby', match_id: '0190c1f2-aaaa-7000-8000-000000000001',
-    protocol: 1, method: 'echo', input: { n: 1 }, join_ctx: {}, has_capacity: true, joinable: true, limit: 10,
+    protocol: 1, method: 'game.roll', input: { n: 1 }, join_ctx: {}, has_capacity: true, joinable: true, limit: 10,
   };
 }
 
@@ -161,7 +163,7 @@ const rawBody = fc.oneof(
 const segment = fc.oneof(
   { weight: 3, arbitrary: realId() },
   { weight: 3, arbitrary: text().filter((t) => t.length < 5000).map(percentEncoded) },
-  { weight: 2, arbitrary: fc.constantFrom('%', '%E0%A4%A', '%ZZ', '%00', '%ED%A0%80', '%C0%80', '%FF', 'a%2Fb', '..', '%2e%2e', 'me', `room%3A${'0'.repeat(8)}`) },
+  { weight: 2, arbitrary: fc.constantFrom('%', '%E0%A4%A', '%ZZ', '%00', '%ED%A0%80', '%C0%80', '%FF', 'a%2Fb', '..', '%2e%2e', 'me', 'game.roll', 'game.time', `room%3A${'0'.repeat(8)}`) },
 );
 
 /** Percent-encoded UTF-8; a lone surrogate has no UTF-8, so it goes as the escape of its WTF-8 bytes. */
