@@ -16,7 +16,7 @@ export const rpcRoutes: Route[] = [
       const { playerId } = requirePlayer(call);
       const body = await readJsonObject(request);
       try {
-        const method = decodeURIComponent(request.params.method!);
+        const method = decodedParam(request, 'method');
         if (!isPlainObject(body.params)) throw new ApiError('rpc.invalid_params', 'params must be an object.');
         const result = await ctx.live.rpc.call(method, body.params, { playerId });
         return json({ type: 'rpc.ok', payload: { result } });
