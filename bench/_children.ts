@@ -59,6 +59,13 @@ export async function child(file: string, args: string[] = [], nodeFlags: string
   };
 }
 
+const benchStarted = performance.now();
+
+/** One progress line on stderr while a benchmark runs (the tables go to stdout at the end). */
+export function progress(message: string): void {
+  process.stderr.write(`[${((performance.now() - benchStarted) / 1000).toFixed(0).padStart(4)} s] ${message}\n`);
+}
+
 export function table(title: string, head: string[], rows: (string | number)[][]): void {
   console.log(`\n${title}\n`);
   console.log(`| ${head.join(' | ')} |`);

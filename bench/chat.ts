@@ -12,6 +12,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
+import { progress } from './_children';
 
 const CHANNEL = 'global:bench';
 const here = fileURLToPath(import.meta.url);
@@ -152,6 +153,7 @@ async function runTarget(kind: 'bare' | 'svc', seconds: number, members: number)
 
     const phases: Phase[] = [];
     for (const [phase, rate, secs] of [['warm-up', 20, 2], ['target', 20, seconds], ['flood', 100, Math.max(3, Math.floor(seconds / 2))]] as const) {
+      progress(`${kind}: ${phase}, ${rate} msgs/s for ${secs} s into ${members} members`);
       // Senders spread the rate so no socket nears the 60 frames/s cap.
       const senders = all.slice(0, Math.max(1, Math.ceil(rate / 20)));
       const ids: string[] = [];

@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { progress } from './_children';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const seconds = Number(process.argv[2] ?? 8);
@@ -62,7 +63,9 @@ try {
   // Warm both up so the JIT has settled before anything is measured.
   for (const [t, route] of [[bare, '/'], [svc, '/api/v1/health']] as const) await autocannon({ url: `http://127.0.0.1:${t.port}${route}`, connections, duration: 2 });
   for (let i = 1; i <= rounds; i++) {
+    progress(`round ${i} of ${rounds}: bare node:http`);
     rows.push(await measure(`bare node:http (baseline), round ${i}`, bare, '/'));
+    progress(`round ${i} of ${rounds}: svc GET /api/v1/health`);
     rows.push(await measure(`svc GET /api/v1/health, round ${i}`, svc, '/api/v1/health'));
   }
 } finally {

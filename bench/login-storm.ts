@@ -13,6 +13,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { progress } from './_children';
 
 const TARGET_P99_MS = 25;
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -104,6 +105,7 @@ async function main(): Promise<void> {
     const prefix = `storm${Date.now().toString(36)}`;
     const password = 'storm password';
     const accounts: { username: string; id: string }[] = [];
+    progress(`registering ${ACCOUNTS} accounts`);
     const registerStarted = performance.now();
     for (let i = 0; i < ACCOUNTS; i += 8) {
       const batch = Array.from({ length: Math.min(8, ACCOUNTS - i) }, (_, k) => `${prefix}_${i + k}`);
@@ -133,12 +135,14 @@ async function main(): Promise<void> {
     // Warm-up, then the quiet baseline.
     await readUntil(((end) => () => performance.now() > end)(performance.now() + 500));
     const baselineEnd = performance.now() + BASELINE_MS;
+    progress('reads without the storm');
     const baseline = await readUntil(() => performance.now() > baselineEnd);
 
     const stormAgent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
     let stormDone = false;
     const loginSamples: number[] = [];
     let loginErrors = 0;
+    progress(`reads during a storm of ${CONCURRENCY} concurrent logins`);
     const stormStarted = performance.now();
     const during = readUntil(() => stormDone);
     await Promise.all(

@@ -3,7 +3,7 @@
 //     the whole frame path) beside a bare `ws` echo server in the same run.
 //  2. Memory per idle authenticated connection at 10,000 connections.
 // Servers and the load generator are separate processes; loopback only.
-import { child, table } from './_children';
+import { child, progress, table } from './_children';
 
 const seconds = Number(process.argv[2] ?? 10);
 const CONNECTIONS = 1000;
@@ -21,6 +21,7 @@ try {
     ['bare ws echo, paced 50/s/conn', 'bare', PACE_MS],
     ['svc session.heartbeat, paced 50/s/conn', 'svc', PACE_MS],
   ] as const) {
+    progress(`measuring ${name}`);
     const target = await child('_ws-target.ts', [kind]);
     try {
       const tokens = kind === 'svc' ? (await target.request('provision', { n: CONNECTIONS })).tokens : null;
@@ -43,6 +44,7 @@ try {
 
   const mem: (string | number)[][] = [];
   for (const kind of ['bare', 'svc'] as const) {
+    progress(`idle memory: ${IDLE} ${kind} sockets`);
     const target = await child('_ws-target.ts', [kind], ['--expose-gc']);
     try {
       const tokens = kind === 'svc' ? (await target.request('provision', { n: IDLE })).tokens : Array(IDLE).fill('');
