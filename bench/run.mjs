@@ -16,5 +16,6 @@ if (!name || !existsSync(path.join(here, `${name}.ts`))) {
   console.error(`usage: npm run ${soak ? 'soak' : 'bench'} -- <${available.join('|')}>`);
   process.exit(2);
 }
-const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, `${name}.ts`), ...rest], { stdio: 'inherit' });
+// --expose-gc: memory figures (bench/lua, bench/memory) are read after a forced collection.
+const result = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(here, `${name}.ts`), ...rest], { stdio: 'inherit' });
 process.exit(result.status ?? 1);
