@@ -1,7 +1,13 @@
 // `npm run bench -- lua`: how many arena tick()+viewJson() rounds one VM
 // sustains, and what a VM costs in memory. Baseline in the same run: the
-// same loop over an empty script (the fixed cost of the VM wrapper).
+// same loop over an empty script (the fixed cost of the VM wrapper). Then
+// what the main thread spends per match per tick when the lane runs on a
+// worker (the crossing) against the lane on the main thread (the Lua itself).
+import { performance } from 'node:perf_hooks';
 import { loadGameDirectory } from '../host/game';
+import { ScriptPool } from '../host/realtime/match/pool';
+import { DEFAULT_BUDGETS } from '../runtime/lua/api';
+import { DEFAULT_RATE_LIMITS } from '../runtime/settings';
 import { MatchVm } from '../runtime/lua/match';
 import { silentLogger } from '../runtime/log';
 import { uuidv7Source } from '../runtime/ids';
@@ -93,4 +99,62 @@ console.table([
 console.log(`arena: one core sustains ${Math.round(arenaRate)} match-ticks/s; 1,000 matches at 10 Hz need ${needed}/s -> ${((needed / arenaRate) * 100).toFixed(0)}% of one core`);
 console.log(`creating an arena VM (libraries, prelude, script, init, 2 joins): ${createMs.toFixed(1)} ms`);
 console.log(`memory per arena VM: ${(perVm / 1024).toFixed(0)} KiB heap${gc ? '' : ' (run with --expose-gc for a steadier number)'}`);
+
+/**
+ * 500 arena matches driven as the wheel drives them (one batch per 1 ms slot,
+ * 5 matches a slot) for `seconds`; main-thread busy time per match-tick.
+ */
+async function crossing(workers: number, matches = 500, seconds = 5): Promise<{ mainUs: number; ticks: number }> {
+  let states = 0;
+  const pool = new ScriptPool({
+    workers,
+    gameDir: game.dir,
+    source: game.source,
+    budgets: DEFAULT_BUDGETS,
+    failingTicksMax: 50,
+    memoryBytes: 512 * 1024 * 1024,
+    rateLimits: DEFAULT_RATE_LIMITS,
+    bindings: {},
+    log: silentLogger,
+    limits: services.limits,
+    clock: services.clock,
+    ids: services.ids,
+    onEvent: (e) => void (e.k === 'state' && states++),
+    onLost: () => {},
+  });
+  const ids = Array.from({ length: matches }, (_, i) => `m${i}`);
+  for (const id of ids) pool.assign(id);
+  await Promise.all(ids.map((id) => pool.create(id, arena)));
+  await Promise.all(ids.flatMap((id) => [pool.join(id, 'a', {}), pool.join(id, 'b', {})]));
+  const drive = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const until = Date.now() + ms;
+      let slot = 0;
+      const turn = () => {
+        if (Date.now() >= until) return resolve();
+        for (let i = slot; i < matches; i += 100) {
+          pool.input(ids[i]!, 'a', { dx: 1, dy: 0 });
+          pool.tick(ids[i]!, Date.now());
+        }
+        pool.flush();
+        slot = (slot + 1) % 100;
+        setTimeout(turn, 1);
+      };
+      turn();
+    });
+  await drive(2000);
+  states = 0;
+  const elu0 = performance.eventLoopUtilization();
+  await drive(seconds * 1000);
+  const elu = performance.eventLoopUtilization(elu0);
+  await pool.close();
+  return { mainUs: (elu.active * 1000) / states, ticks: states };
+}
+
+const inThread = await crossing(0);
+const onWorker = await crossing(1);
+console.table([
+  { lane: 'main thread (match_workers: 0)', main_thread_us_per_match_tick: inThread.mainUs.toFixed(1), ticks: inThread.ticks },
+  { lane: 'one worker (the crossing)', main_thread_us_per_match_tick: onWorker.mainUs.toFixed(1), ticks: onWorker.ticks },
+]);
 game.close();

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { Ctx, LiveState } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
 import { availableParallelism } from 'node:os';
-import { RPC_NAMESPACE, type Budgets, type GameInfo, type JsonObject } from '../runtime/lua/api';
+import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type GameInfo, type JsonObject } from '../runtime/lua/api';
 import type { Settings } from '../runtime/settings';
 import { ChatHost } from './chat';
 import { MatchHost, type GameHandle } from './matches';
@@ -32,6 +32,7 @@ export function scriptBudgets(settings: Settings): Budgets {
     heavyMs: settings.lua_time_budget_ms.init_tick,
     lightMs: settings.lua_time_budget_ms.other,
     heapBytes: settings.lua_heap_budget_mb * 1024 * 1024,
+    loadMs: DEFAULT_BUDGETS.loadMs,
   };
 }
 

@@ -103,6 +103,12 @@ export interface Budgets {
   lightMs: number;
   /** Bytes one call may grow the heap (JavaScript heap plus external memory) by. */
   heapBytes: number;
+  /**
+   * Wall-clock ms for running a script's body: when a VM is built, on hot
+   * reload, and for the loader's probes. Compiling and running a body with
+   * its modules takes longer than a tick, and happens once per VM or edit.
+   */
+  loadMs: number;
 }
 
 /**
@@ -248,7 +254,7 @@ export const RESERVED_LEAVES: ReadonlySet<string> = new Set([
  * (docs/decisions/0021). The reference's per-callback ceilings (500 ms for
  * `tick`, 200 ms for `join`) are the most an operator may set.
  */
-export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000, heavyMs: 30, lightMs: 20, heapBytes: 32 * 1024 * 1024 };
+export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000, heavyMs: 30, lightMs: 20, heapBytes: 32 * 1024 * 1024, loadMs: 250 };
 /** Upper bounds for the operator's deadlines (lua-scripting's per-callback table). */
 export const DEADLINE_CEILINGS_MS = { heavy: 500, light: 200 } as const;
 

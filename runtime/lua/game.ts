@@ -25,10 +25,10 @@ export const SINGLE_MODE_SCRIPT = 'match.lua';
 export const SINGLE_MODE_NAME = 'default';
 /**
  * Deadline of one body probe. Probes run on the main thread at boot and on a
- * live rescan after an edit, so they get the heavy callback deadline, not
- * the reference's 2 s loader ceiling.
+ * live rescan after an edit, so they get the body deadline, not the
+ * reference's 2 s loader ceiling.
  */
-const LOADER_MS = DEFAULT_BUDGETS.heavyMs;
+const LOADER_MS = DEFAULT_BUDGETS.loadMs;
 
 /** Directory part of a game-relative path ('' for the root). */
 export function dirOf(file: string): string {

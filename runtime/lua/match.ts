@@ -96,7 +96,7 @@ export class MatchVm implements MatchRuntime {
   /** Compiles and runs the script body in this VM (creation and hot reload). */
   private evaluate(): { ok: true } | { ok: false; error: string } {
     this.revision = this.options.source.revision?.(this.mode.file);
-    return this.sandbox.runFile(this.mode.file, this.budgets.heavy, this.budgets.heavyMs);
+    return this.sandbox.runFile(this.mode.file, this.budgets.heavy, this.budgets.loadMs);
   }
 
   init(): CallResult {
@@ -188,7 +188,12 @@ export class MatchVm implements MatchRuntime {
       if (!this.stateCall('handle_input', 3, this.budgets.light, this.budgets.lightMs).ok) inputFailures++;
     }
     const source = this.options.source;
-    if (source.revision && source.revision(this.mode.file) !== this.revision) this.reevaluate();
+    if (source.revision && source.revision(this.mode.file) !== this.revision) {
+      // A reload (once per edit) has its own deadline; the tick and views then get a fresh one.
+      this.sandbox.cap = Infinity;
+      this.reevaluate();
+      this.sandbox.cap = Date.now() + this.budgets.heavyMs;
+    }
 
     let tick: CallResult = { ok: true };
     if (this.pushCallback(NAMES.tick)) {

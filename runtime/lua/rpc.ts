@@ -111,14 +111,14 @@ export class ScriptRpc {
     }
     if (this.#sandbox) {
       const sandbox = this.#sandbox;
-      const reloaded = sandbox.reevaluate(() => sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, this.#budgets.heavyMs));
+      const reloaded = sandbox.reevaluate(() => sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, this.#budgets.loadMs));
       if (reloaded.ok) this.#services.log.info('lua_hot_reload', { script: RPC_SCRIPT });
       else this.#report('reload', 'error', reloaded.error);
       return sandbox;
     }
     const sandbox = new Sandbox({ source: this.#source, baseDir: '', heapBudget: this.#budgets.heapBytes });
     installGameTable(sandbox, { kind: 'rpc', file: RPC_SCRIPT, services: this.#services });
-    const loaded = sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, this.#budgets.heavyMs);
+    const loaded = sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, this.#budgets.loadMs);
     if (!loaded.ok) {
       this.#loadFailure = loaded.error;
       this.#report('load', 'error', loaded.error);
