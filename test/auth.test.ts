@@ -458,9 +458,8 @@ describe('registration modes', () => {
     }
   });
 
-  it('treats an unrecognised operator mode as open, with a boot notice', () => {
-    const { settings, notices } = parseSettings({ registration: 'invite_only' });
-    expect(settings.registration).toBe('open');
-    expect(notices.map((n) => n.key)).toContain('registration');
+  it('refuses an unrecognised operator mode at boot instead of opening registration', () => {
+    expect(() => parseSettings({ registration: 'invite_only' })).toThrow(/'registration'/);
+    expect(() => parseSettings({ registration: 'Closed' })).toThrow(/'registration'/);
   });
 });
