@@ -219,11 +219,11 @@ class TickWheel<T> {
 }
 
 /**
- * Live matches of this node, their `match.*` frames (wire-protocol 6) and
- * their tick bookkeeping. The scripts run in the script pool (host/realtime/
- * match/): each tick the wheel sends the match's queued inputs and a tick
- * command to its lane, which runs lua-scripting 5.2's steps (inputs →
- * reload check → tick → finish check → views) and sends back the encoded
+ * Live matches of this node, their `match.*` frames and their tick
+ * bookkeeping. The scripts run in the script pool (host/realtime/match/):
+ * each tick the wheel sends the match's queued inputs and a tick command to
+ * its lane, which runs one tick's steps (inputs → reload check → tick →
+ * finish check → views) and sends back the encoded
  * `match.state` frames. A player is in at most one match; joining another
  * leaves the first.
  */

@@ -17,6 +17,7 @@ function settingsFile(settings: Record<string, unknown>): string {
   return file;
 }
 
+const GRACE_MS = 5000;
 const dataDir = () => path.join(mkdtempSync(path.join(tmpdir(), 'svc-boot-scripts-')), 'data');
 
 describe('a game directory that cannot serve stops the boot', () => {
@@ -67,10 +68,12 @@ describe('a game directory that cannot serve stops the boot', () => {
 
 describe('the production wiring of game scripts', () => {
   const game = gameDir({
-    'match.lua': matchScript(
+    'config.lua': 'return { welcome = "welcome.lua", hostile = "hostile.lua" }',
+    'welcome.lua': matchScript(
       'match_size = 1\nquick_play = true',
       'function join(player_id, state) game.notify(player_id, "welcome", "Welcome to " .. state.match_id) return state end',
     ),
+    'hostile.lua': matchScript('match_size = 1\nquick_play = true', 'function tick(state) while true do end end'),
     'rpc.lua': `rpc = {}
 function rpc.count(player_id, params)
   local n = 0
@@ -85,7 +88,11 @@ end
       GAME_DIR: game.dir,
       SVC_DATA_DIR: dataDir(),
       // 20,000 loop steps (about 80,000 instructions) exceed this budget but not the default 200,000.
-      SVC_CONFIG: settingsFile({ lua_instruction_budget: { init_tick: 1_000_000, other: 20_000 }, lua_time_budget_ms: { init_tick: 500, other: 200 } }),
+      SVC_CONFIG: settingsFile({
+        lua_instruction_budget: { init_tick: 1_000_000, other: 20_000 },
+        lua_time_budget_ms: { init_tick: 500, other: 200 },
+        shutdown_grace_ms: GRACE_MS,
+      }),
     });
     await h.ready(90_000);
   }, 120_000);
@@ -109,7 +116,7 @@ end
 
   it('match scripts have game.notify under npm start', async () => {
     const { socket } = await player();
-    const joined = await socket.request('match.find_or_create', { mode: 'default' });
+    const joined = await socket.request('match.find_or_create', { mode: 'welcome' });
     expect(joined.type).toBe('match.joined');
     const welcome: Frame = await socket.next((f) => f.type === 'notification.new' && f.payload.type === 'welcome', 10_000);
     expect(welcome.payload.subject).toBe(`Welcome to ${joined.payload.match_id}`);
@@ -125,5 +132,17 @@ end
     expect(over.payload.error.code).toBe('internal');
     expect(h.events.get('lua_callback_failed')).toBeGreaterThan(0);
     socket.close();
+  }, 30_000);
+
+  it('SIGTERM with a match stuck in its tick: the node still stops within shutdown_grace_ms', async () => {
+    const { socket } = await player();
+    expect((await socket.request('match.find_or_create', { mode: 'hostile' })).type).toBe('match.joined');
+    await new Promise((r) => setTimeout(r, 1000));
+    const health = await fetch(`${h.url}/api/v1/health`, { signal: AbortSignal.timeout(2000) });
+    expect(health.status).toBe(200);
+    const sent = Date.now();
+    h.proc.kill('SIGTERM');
+    expect(await h.exited).toBe(0);
+    expect(Date.now() - sent).toBeLessThan(GRACE_MS);
   }, 30_000);
 });

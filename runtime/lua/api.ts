@@ -255,7 +255,7 @@ export const RESERVED_LEAVES: ReadonlySet<string> = new Set([
  * `tick`, 200 ms for `join`) are the most an operator may set.
  */
 export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000, heavyMs: 30, lightMs: 20, heapBytes: 32 * 1024 * 1024, loadMs: 250 };
-/** Upper bounds for the operator's deadlines (lua-scripting's per-callback table). */
+/** Upper bounds for the operator's deadlines (the reference's per-callback ceilings). */
 export const DEADLINE_CEILINGS_MS = { heavy: 500, light: 200 } as const;
 
 /** Serialised state or view above this ends the match with `state_too_large` (decision 4). */

@@ -21,7 +21,6 @@
  * Memory a script retains in globals across calls is not attributed to a
  * call; the worker that runs it has its own memory ceiling for that.
  */
-import { getHeapStatistics } from 'node:v8';
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
 import { DEFAULT_BUDGETS, type FailureKind, type ScriptSource } from './api';
@@ -89,10 +88,19 @@ export function runningDeadline(): number {
   return active ? active.deadline : Date.now();
 }
 
-/** The JavaScript heap plus external memory (fengari keeps long strings in typed arrays outside the heap). */
-export function heapInUse(): number {
-  const h = getHeapStatistics();
-  return h.used_heap_size + h.external_memory;
+/**
+ * Bytes in use, for the heap budget. The runtime is host-neutral, so the host
+ * installs the meter (Node: V8's heap statistics); until then no call is
+ * ever over its heap budget.
+ */
+let heapMeter: () => number = () => 0;
+
+export function installHeapMeter(meter: () => number): void {
+  heapMeter = meter;
+}
+
+function heapInUse(): number {
+  return heapMeter();
 }
 
 export type Outcome = { ok: true; results: number } | { ok: false; kind: FailureKind; message: string };

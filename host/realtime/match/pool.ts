@@ -48,6 +48,8 @@ interface Lane {
   requests: Map<number, { resolve(a: Answer): void; lost: Answer }>;
   post(commands: Command[]): void;
   terminate(): Promise<void>;
+  /** Shut down on purpose (its worker's exit is not a loss). */
+  isTerminated(): boolean;
 }
 
 const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', message: 'worker_lost' };
@@ -175,7 +177,7 @@ export class ScriptPool {
   }
 
   #newLane(index: number, post: Lane['post'], terminate: Lane['terminate']): Lane {
-    return { index, dead: false, matches: new Set(), pending: [], flushQueued: false, requests: new Map(), post, terminate };
+    return { index, dead: false, matches: new Set(), pending: [], flushQueued: false, requests: new Map(), post, terminate, isTerminated: () => false };
   }
 
   /** `match_workers: 0`: the runner on this thread, still answering asynchronously. */
@@ -202,7 +204,23 @@ export class ScriptPool {
     return lane;
   }
 
+  /** A lane whose worker starts with the first batch posted to it (a node without matches starts none). */
   #workerLane(index: number): Lane {
+    let worker: Worker | null = null;
+    let terminated = false;
+    const lane: Lane = this.#newLane(
+      index,
+      (commands) => (worker ??= this.#spawn(lane)).postMessage(commands),
+      async () => {
+        terminated = true;
+        await worker?.terminate();
+      },
+    );
+    lane.isTerminated = () => terminated;
+    return lane;
+  }
+
+  #spawn(lane: Lane): Worker {
     const signal = new SharedArrayBuffer(4);
     const flag = new Int32Array(signal);
     const { port1, port2 } = new MessageChannel();
@@ -210,7 +228,7 @@ export class ScriptPool {
       gameDir: this.options.gameDir,
       budgets: this.options.budgets,
       failingTicksMax: this.options.failingTicksMax,
-      rpc: index === 0,
+      rpc: lane.index === 0,
       rateLimits: perWorker(this.options.rateLimits, this.options.workers),
       memoryBytes: this.options.memoryBytes,
       bindings: this.#shape,
@@ -234,24 +252,14 @@ export class ScriptPool {
       Atomics.store(flag, 0, 1);
       Atomics.notify(flag, 0);
     });
-    let terminated = false;
-    const lane: Lane = this.#newLane(
-      index,
-      (commands) => worker.postMessage(commands),
-      async () => {
-        terminated = true;
-        port1.close();
-        await worker.terminate();
-      },
-    );
     worker.on('message', (events: LaneEvent[]) => this.#deliver(lane, events));
-    worker.on('error', (err) => this.options.log.error('script_worker_failed', { worker: index, error: err }));
+    worker.on('error', (err) => this.options.log.error('script_worker_failed', { worker: lane.index, error: err }));
     worker.on('exit', (code) => {
       port1.close();
-      if (terminated || this.#closing) return;
+      if (lane.isTerminated() || this.#closing) return;
       this.#lost(lane, code, Date.now() - started);
     });
-    return lane;
+    return worker;
   }
 
   /** A worker ended on its own: its matches and pending answers are lost; a new worker takes its place. */

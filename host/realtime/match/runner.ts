@@ -8,12 +8,22 @@ import type { Clock, RateLimiter } from '../../../runtime/context';
 import type { IdSource } from '../../../runtime/ids';
 import type { LogFields, LogLevel, Logger } from '../../../runtime/log';
 import type { Budgets, JsonObject, ModeInfo, ScriptBindings, ScriptSource } from '../../../runtime/lua/api';
+import { getHeapStatistics } from 'node:v8';
 import { MatchVm } from '../../../runtime/lua/match';
+import { installHeapMeter } from '../../../runtime/lua/vm';
 import { ScriptRpc } from '../../../runtime/lua/rpc';
 import type { Answer, Command, LaneEvent } from './protocol';
 
-/** The match tick is fixed (spec part 1). */
+/** The match tick is fixed: ten ticks a second. */
 export const TICK_MS = 100;
+
+/** The JavaScript heap plus external memory (fengari keeps long strings in typed arrays outside the heap). */
+export function heapInUse(): number {
+  const h = getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
+}
+// Every script VM of this process is built after this module loads (it holds the one VM factory).
+installHeapMeter(heapInUse);
 
 export interface RunnerOptions {
   source: ScriptSource;

@@ -6,13 +6,13 @@
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { JsonValue, ScriptBinding, ScriptBindings } from '../../../runtime/lua/api';
-import { heapInUse, runningDeadline } from '../../../runtime/lua/vm';
+import { runningDeadline } from '../../../runtime/lua/vm';
 import { systemClock } from '../../../runtime/context';
 import { uuidv7Source } from '../../../runtime/ids';
 import { watchGameFiles } from '../../game';
 import { WindowLimiter } from '../../limits';
 import { MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
-import { ScriptRunner } from './runner';
+import { heapInUse, ScriptRunner } from './runner';
 
 const data = workerData as WorkerData;
 const signal = new Int32Array(data.signal);
