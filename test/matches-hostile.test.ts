@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LiveHost } from '../host/live';
 import { gameDir, matchScript } from './support/game-dir';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, type Frame } from './support/ws-client';
@@ -127,6 +128,26 @@ describe('the tick wheel', () => {
       // The match starts after the request left; its first state cannot come sooner than one period.
       expect(Date.now() - sent).toBeGreaterThanOrEqual(95);
       p.socket.close();
+    }
+  });
+});
+
+describe('a match behind its own ticks', () => {
+  it('skips them instead of running them back to back, counts them and logs them', async () => {
+    const slow = await startTestServer(
+      { lua_time_budget_ms: { init_tick: 250, other: 20 }, lua_instruction_budget: { init_tick: 1e9, other: 200_000 }, match_workers: 1 },
+      { gameDir: game.dir },
+    );
+    try {
+      const p = await connectPlayer(slow, 'behind');
+      expect((await p.socket.request('match.find_or_create', { mode: 'tick_loop' })).type).toBe('match.joined');
+      // Each tick runs 250 ms, so the passes that come while it runs are skipped.
+      for (let i = 0; i < 3; i++) await p.socket.next('match.state', 5000);
+      expect((slow.ctx.live as LiveHost).matches.lateness().skipped).toBeGreaterThan(0);
+      expect(slow.logs.filter((l) => l.event === 'match_ticks_skipped')).toHaveLength(1);
+      p.socket.close();
+    } finally {
+      await slow.close();
     }
   });
 });
