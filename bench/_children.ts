@@ -17,7 +17,9 @@ export interface Child {
 }
 
 export async function child(file: string, args: string[] = [], nodeFlags: string[] = []): Promise<Child> {
-  const proc = fork(path.join(here, file), args, { execArgv: ['--import', 'tsx', ...nodeFlags], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // SVC_BENCH_NODE_FLAGS (e.g. `--cpu-prof --cpu-prof-dir=prof`) reaches every child: profile a target in place.
+  const extra = process.env.SVC_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const proc = fork(path.join(here, file), args, { execArgv: ['--import', 'tsx', ...nodeFlags, ...extra], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiting = new Map<string, (m: any) => void>();
   const first = await new Promise<any>((resolve, reject) => {
     proc.once('message', resolve);

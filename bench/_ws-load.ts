@@ -98,6 +98,37 @@ process.on('message', async (m: any) => {
     send({ op: 'heartbeat', rate: count / elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), count, errors });
   }
 
+  if (m.op === 'storm') {
+    // Every socket opens and authenticates at once (bounded to `concurrency`
+    // in flight), as every player does after a deploy; each closes once answered.
+    const { port, tokens, count, concurrency } = m as { port: number; tokens: string[] | null; count: number; concurrency: number };
+    let next = 0;
+    let failed = 0;
+    const started = performance.now();
+    const one = (i: number) =>
+      new Promise<void>((resolve) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false });
+        ws.once('open', () => ws.send(JSON.stringify({ type: 'session.connect', cid: '1', payload: { token: tokens ? tokens[i] : 'bare' } })));
+        ws.once('message', (data) => {
+          // The bare target echoes; the service must answer session.connected.
+          if (tokens && !data.toString().includes('session.connected')) failed++;
+          ws.terminate();
+          resolve();
+        });
+        ws.once('error', () => {
+          failed++;
+          resolve();
+        });
+      });
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < count) await one(next++);
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    send({ op: 'storm', rate: count / seconds, seconds, failed });
+  }
+
   if (m.op === 'idle') {
     held = await openAll(m.port, m.tokens ? m.tokens.length : m.count, m.tokens, 500);
     send({ op: 'idle', open: held.length });

@@ -9,7 +9,7 @@ import { uuidv7Source } from '../runtime/ids';
 import { jsonLogger, type Logger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
 import { passwordHasher } from '../runtime/passwords';
-import { findAccessToken } from '../runtime/tokens';
+import { TokenLookups } from './token-lookups';
 import { guestsEnabled } from '../runtime/guests';
 import { createIdentityProviders } from '../runtime/identities';
 import type { Settings } from '../runtime/settings';
@@ -67,8 +67,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const ids = uuidv7Source(() => clock.now());
   const limits = new WindowLimiter(options.settings.rate_limits, () => clock.now());
   let ready = false;
+  const lookups = new TokenLookups(options.database.db);
   const tokens = new TokenCache({
-    lookup: (hash, now) => findAccessToken(options.database.db, hash, now),
+    lookup: (hash, now) => lookups.lookup(hash, now),
     now: () => clock.now(),
     ttlMs: options.settings.auth_cache_ttl_ms,
   });

@@ -76,17 +76,28 @@ export async function issueTokenPair(
  * a player who exists and is not banned.
  */
 export async function findAccessToken(db: Db, tokenHash: string, now: number): Promise<ResolvedAccess | null> {
-  const row = await db
+  return (await findAccessTokens(db, [tokenHash], now)).get(tokenHash) ?? null;
+}
+
+/**
+ * `findAccessToken` for many hashes in one statement: after a deploy every
+ * player reconnects at once, and one indexed `in (...)` read answers a
+ * hundred of them for about the price of one.
+ */
+export async function findAccessTokens(db: Db, tokenHashes: readonly string[], now: number): Promise<Map<string, ResolvedAccess>> {
+  const found = new Map<string, ResolvedAccess>();
+  if (tokenHashes.length === 0) return found;
+  const rows = await db
     .selectFrom('player_tokens as t')
     .innerJoin('players as p', 'p.id', 't.user_id')
-    .select(['t.id', 't.user_id', 't.expires_at'])
-    .where('t.token', '=', tokenHash)
+    .select(['t.id', 't.token', 't.user_id', 't.expires_at'])
+    .where('t.token', 'in', tokenHashes)
     .where('t.context', '=', 'access')
     .where('t.expires_at', '>', new Date(now))
     .where('p.banned_at', 'is', null)
-    .executeTakeFirst();
-  if (!row) return null;
-  return { principal: { playerId: row.user_id, tokenId: row.id }, expiresAt: new Date(row.expires_at).getTime() };
+    .execute();
+  for (const row of rows) found.set(row.token, { principal: { playerId: row.user_id, tokenId: row.id }, expiresAt: new Date(row.expires_at).getTime() });
+  return found;
 }
 
 /**

@@ -36,6 +36,21 @@ describe('session.connect', () => {
     sock.close();
   });
 
+  it('resolves a burst of cold tokens together, each to its own player, garbage and revoked ones refused', async () => {
+    // Cold tokens arriving in one turn of the event loop are looked up in one read.
+    const players = await Promise.all(Array.from({ length: 24 }, () => registerPlayer(s)));
+    const revoked = await registerPlayer(s);
+    await s.call('POST', '/api/v1/auth/logout', { token: revoked.token, body: {} });
+    const sockets = await Promise.all(Array.from({ length: players.length + 4 }, () => TestSocket.open(s)));
+    const tokens = [...players.map((p) => p.token), 'garbage-one', 'garbage-two', revoked.token, players[0]!.token];
+    const answers = await Promise.all(sockets.map((sock, i) => sock.request('session.connect', { token: tokens[i] })));
+    players.forEach((p, i) => expect(answers[i]).toMatchObject({ type: 'session.connected', payload: { player_id: p.playerId } }));
+    for (const f of answers.slice(players.length, players.length + 3)) expectErrorFrame(f, 'invalid_token', 'unauthenticated');
+    // The same token twice in one burst: both sockets are that player.
+    expect(answers.at(-1)).toMatchObject({ type: 'session.connected', payload: { player_id: players[0]!.playerId } });
+    for (const sock of sockets) sock.close();
+  });
+
   it('re-authenticates an authenticated socket; a failed re-auth keeps the old identity', async () => {
     const a = await connectPlayer(s);
     const b = await registerPlayer(s);
