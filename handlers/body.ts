@@ -50,7 +50,7 @@ export async function readJson(request: RequestLike): Promise<unknown> {
   return value;
 }
 
-/** Rest-payloads 0.5: the account routes report field problems under `fields`, the rest under `errors`. */
+/** The account routes report field problems under `fields`, the rest under `errors` (decision 0025). */
 function legacyKeyOf(url: string): 'fields' | 'errors' {
   return new URL(url).pathname.startsWith('/api/v1/auth/') ? 'fields' : 'errors';
 }

@@ -4,8 +4,8 @@ import { isStorableText, UNSTORABLE_TEXT } from '../runtime/text';
 import type { ApiRequest } from './http';
 
 /**
- * The one pagination rule of the public lists (rest-payloads 0.4 and the
- * pagination decision): an integer `limit` falls back to the route default
+ * The one pagination rule of the public lists (the pagination decision):
+ * an integer `limit` falls back to the route default
  * when missing or malformed and is clamped to the route's range; lists that
  * grow without bound also take a `before` cursor (a time-ordered id).
  * A malformed `limit` is never an error.

@@ -164,7 +164,7 @@ export class Gateway {
       return session.send(errorFrame(frame, new FrameError('unknown_type')));
     }
     if (frame.refusal) {
-      // rpc.call answers every failure as rpc.error (wire-protocol 13.2).
+      // rpc.call answers every failure as rpc.error.
       return session.send(frame.type === 'rpc.call' ? rpcErrorFrame(frame, frame.refusal) : errorFrame(frame, FrameError.from(frame.refusal)));
     }
     let out: ReturnType<FrameRoute['handle']>;

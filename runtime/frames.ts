@@ -176,7 +176,7 @@ export function parseClientFrame(text: string): ClientFrame | FrameError {
   if ('seq' in o) frame.seq = o.seq;
   const problem = textProblem(o.payload, text);
   if (problem) {
-    // Wire-protocol 2.4: a failure that is the client's fault and not an absent key is `invalid_payload`.
+    // A failure that is the client's fault and not an absent key is `invalid_payload` (decision 0025).
     const field = problem.under !== undefined && !Array.isArray(o.payload) ? String(problem.under) : undefined;
     const message = `${field === undefined ? 'The payload' : field} ${textProblemMessage(problem)}.`;
     frame.refusal = new ApiError('invalid_payload', message, field === undefined ? {} : { field });

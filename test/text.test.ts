@@ -24,7 +24,7 @@ const LONE_HIGH = 'a\ud800b';
 const LONE_LOW = '\udc00';
 const HOSTILE = [NUL, LONE_HIGH, LONE_LOW];
 
-/** A 422 naming `field` under the route family's legacy key (rest-payloads 0.5). */
+/** A 422 naming `field` under the route family's legacy key (`fields` for accounts, `errors` elsewhere). */
 function expectRefused(res: { status: number; body: any }, key: 'fields' | 'errors', field: string): void {
   expectError(res, 422, 'validation_failed');
   expect(Object.keys(res.body[key]), JSON.stringify(res.body)).toEqual([field]);
