@@ -41,7 +41,11 @@ export function nodeHandler(options: AdapterOptions) {
       if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
     }
 
-    const url = `${secure ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`;
+    // Routing reads only the path and query, and the Host header is the client's to choose: a
+    // fixed authority keeps a malformed one (`[::1`, `a b`, `a/b`) from failing the URL parse
+    // (500) or shifting the path. A target that is not a path (`*`, absolute-form) routes nowhere.
+    const target = req.url?.startsWith('/') ? req.url : '/';
+    const url = `${secure ? 'https' : 'http'}://localhost${target}`;
     const request: RequestLike = { method: req.method ?? 'GET', url, headers: new NodeHeaders(req.headers), body: null, bufferedBody: body };
 
     const reply = await app.handle(request, { ip, requestId, secure });

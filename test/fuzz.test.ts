@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../handlers/routes';
@@ -253,6 +254,28 @@ describe('fuzz', () => {
     expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
     // Enough requests get past the front door for the fuzz to prove something.
     expect(statuses.get(200) ?? 0, JSON.stringify([...statuses])).toBeGreaterThan(REST_RUNS / 20);
+  });
+
+  it('a malformed Host header or request target is answered like any other request', async () => {
+    // fetch cannot send these, so they go over a raw socket.
+    const rawRequest = (target: string, host: string) =>
+      new Promise<string>((resolve) => {
+        const c = net.connect(s.port, '127.0.0.1', () => c.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
+        let out = '';
+        c.on('data', (d) => (out += d));
+        c.on('close', () => resolve(out.split('\r\n')[0]!));
+        c.on('error', () => resolve(out.split('\r\n')[0]!));
+      });
+    const HOSTS = ['[::1', 'a b', '%zz', 'x:99999', 'a/b', '', 'a\\b', 'a@b', '[', ':', 'exämple.com'];
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...HOSTS), fc.constantFrom('/api/v1/health', '/api/v1/matches?status=%00', '//api/v1/health', '*', 'http://evil.example/api/v1/health', '/api/v1/players/%E0%A4%A'), async (host, target) => {
+        const status = Number((await rawRequest(target, host)).split(' ')[1]);
+        if (!(status >= 200 && status < 500)) throw new Error(`GET ${target} with Host ${JSON.stringify(host)} answered ${status}`);
+      }),
+      { seed: SEED, numRuns: 40 },
+    );
+    // The path is read from the target alone, whatever the Host says.
+    for (const host of ['a/b', '', '[::1']) expect(await rawRequest('/api/v1/health', host)).toBe('HTTP/1.1 200 OK');
   });
 
   it('every frame type answers hostile payloads without a 5xx code, and the socket stays in service', { timeout: 120_000 }, async () => {
