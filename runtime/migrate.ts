@@ -12,10 +12,11 @@ export async function migrateToLatest(db: Db, onStep?: (step: { name: string; ms
   // check looks across all schemas and would otherwise be fooled by another
   // schema's tables on a shared server.
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]!.schema;
   const migrator = new Migrator({
-    db,
+    db: withOwnSchemaIntrospection(db, schema),
     provider: { getMigrations: async () => migrations },
-    migrationTableSchema: rows[0]!.schema,
+    migrationTableSchema: schema,
   });
   const applied: string[] = [];
   for (;;) {
@@ -31,4 +32,39 @@ export async function migrateToLatest(db: Db, onStep?: (step: { name: string; ms
     applied.push(...done);
     for (const name of done) onStep?.({ name, ms: Date.now() - started });
   }
+}
+
+/**
+ * `db` whose introspection sees only `schema`. Kysely's own reads every
+ * schema's columns and calls `has_schema_privilege` by name on each, which
+ * fails with "schema does not exist" when another schema on the same server
+ * is dropped meanwhile (parallel test files, another application's
+ * deployment): a migration must not depend on its neighbours. The migrator
+ * only asks which schemas and tables exist.
+ */
+function withOwnSchemaIntrospection(db: Db, schema: string): Db {
+  const introspection = {
+    async getSchemas() {
+      const { rows } = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace where nspname = ${schema}`.execute(db);
+      return rows.map((r) => ({ name: r.name }));
+    },
+    async getTables() {
+      const { rows } = await sql<{ name: string; kind: string }>`
+        select c.relname as name, c.relkind as kind
+        from pg_catalog.pg_class c join pg_catalog.pg_namespace ns on ns.oid = c.relnamespace
+        where ns.nspname = ${schema} and c.relkind in ('r', 'v', 'p')`.execute(db);
+      return rows.map((r) => ({ name: r.name, schema, isView: r.kind === 'v', columns: [] }));
+    },
+    async getMetadata() {
+      return { tables: await this.getTables() };
+    },
+  };
+  return new Proxy(db, {
+    get(target, prop, receiver) {
+      if (prop === 'introspection') return introspection;
+      const value = Reflect.get(target, prop, target);
+      // Kysely's methods use private fields: they must run on the real instance.
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }

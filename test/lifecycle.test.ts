@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { json, type Route } from '../handlers/http';
 import { openPostgres } from '../host/database';
@@ -22,6 +23,30 @@ describe('migrations', () => {
       await db.close();
     }
   });
+
+  it.runIf(process.env.DATABASE_URL)('run while other schemas on the server are created and dropped', async () => {
+    // Parallel test files, or another application, drop their schemas while we migrate:
+    // the bookkeeping must look at our schema only.
+    const db = await freshDatabase();
+    const churn = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await churn.connect();
+    let running = true;
+    const churning = (async () => {
+      for (let i = 0; running; i++) {
+        const name = `churn_${process.pid}_${i}`;
+        await churn.query(`create schema ${name}; create table ${name}.t (id serial primary key, v text); create table ${name}.kysely_migration (name text)`);
+        await churn.query(`drop schema ${name} cascade`);
+      }
+    })();
+    try {
+      for (let i = 0; i < 40; i++) expect(await migrateToLatest(db.db)).toEqual([]);
+    } finally {
+      running = false;
+      await churning;
+      await churn.end();
+      await db.close();
+    }
+  }, 60_000);
 
   it('are listed in order and named NNNN_name', () => {
     const names = Object.keys(migrations);
