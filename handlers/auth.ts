@@ -4,7 +4,7 @@ import { revokeSession, rotateRefreshToken } from '../runtime/tokens';
 import { readJsonObject, requireString } from './body';
 import { json, type Route } from './http';
 
-/** Password sign-in and the token lifecycle (spec 4.1, rest-payloads 1.2). */
+/** Password sign-in and the token lifecycle. */
 
 
 export const authRoutes: Route[] = [
@@ -47,7 +47,7 @@ export const authRoutes: Route[] = [
     method: 'POST',
     path: '/api/v1/auth/logout',
     handler: async (request, ctx, call) => {
-      // Logout answers 200 whatever it is sent (spec 4.1 rule 3): an
+      // Logout answers 200 whatever it is sent: an
       // unreadable body is the same as none.
       let body: Record<string, unknown> = {};
       try {

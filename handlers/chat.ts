@@ -3,7 +3,7 @@ import { ApiError } from '../runtime/errors';
 import { decodedParam, json, requirePlayer, type Route } from './http';
 import { pageOf } from './pagination';
 
-/** Chat history (spec 4.11, rest-payloads 14): persisted messages, readable whether or not the channel runs. */
+/** Chat history: persisted messages, readable whether or not the channel runs. */
 export const chatRoutes: Route[] = [
   {
     method: 'GET',

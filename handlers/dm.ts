@@ -3,7 +3,7 @@ import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
 import { pageOf } from './pagination';
 
-/** Direct messages (spec 4.11, rest-payloads 16). */
+/** Direct messages between two players. */
 export const dmRoutes: Route[] = [
   {
     method: 'POST',
@@ -11,7 +11,7 @@ export const dmRoutes: Route[] = [
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
       const body = await readJsonObject(request);
-      // Spec part 7 (and the rest-payloads decision on missing fields): absent or not a string is `missing_field`.
+      // A field that is absent or not a string answers `missing_field`.
       const recipient = requireString(body, 'recipient_id');
       const content = requireString(body, 'content');
       return json(await sendDirectMessage(ctx, playerId, recipient, content));

@@ -3,7 +3,7 @@ import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
 import { pageOf, queryParam } from './pagination';
 
-/** Friends (spec 4.5, rest-payloads 7). */
+/** Friends: the caller's list, requests, answers and removal. */
 export const friendRoutes: Route[] = [
   {
     method: 'GET',

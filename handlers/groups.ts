@@ -18,7 +18,7 @@ import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
 import { pageOf, queryParam } from './pagination';
 
-/** Groups (spec 4.5, rest-payloads 8), plus join requests and invitations for closed groups. */
+/** Groups, plus join requests and invitations for closed groups. */
 
 export const groupRoutes: Route[] = [
   {

@@ -3,7 +3,7 @@ import { assertGuestsEnabled, readDeviceCredential, signInAsGuest, upgradeGuest 
 import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
 
-/** Guest sign-in and upgrade (spec 5.4, rest-payloads 1.2). */
+/** Guest sign-in and upgrade to a password account. */
 export const guestRoutes: Route[] = [
   {
     method: 'POST',

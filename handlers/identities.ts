@@ -5,7 +5,7 @@ import { readJsonObject, requireString } from './body';
 import { json, requirePlayer, type Route } from './http';
 import { queryParam } from './pagination';
 
-/** Provider sign-in, link and unlink (spec 4.1 rules 4-8, rest-payloads 1.2). */
+/** Provider sign-in, link and unlink. */
 export const identityRoutes: Route[] = [
   {
     method: 'POST',
@@ -35,7 +35,7 @@ export const identityRoutes: Route[] = [
     path: '/api/v1/auth/unlink',
     handler: async (request, ctx, call) => {
       const { playerId } = requirePlayer(call);
-      // The query string only (spec, rest-payloads decision "unlink"): a body is never read.
+      // The provider comes from the query string only: a DELETE body is never read.
       const provider = queryParam(request.query, 'provider');
       if (!provider) throw missingField('provider');
       await unlinkProvider(ctx, playerId, provider);

@@ -3,7 +3,7 @@ import { json, requirePlayer, type Route } from './http';
 import { pageOf, queryParam } from './pagination';
 
 /**
- * Match history and live matches (spec 4.4, rest-payloads 4). No roster is
+ * Match history and live matches. No roster is
  * ever returned here; joining happens over the WebSocket.
  */
 export const matchRoutes: Route[] = [
@@ -28,7 +28,8 @@ export const matchRoutes: Route[] = [
     handler: async (request, ctx, call) => {
       requirePlayer(call);
       const q = request.query;
-      // Boolean filters count only for the literal strings (rest-payloads 0.4).
+      // Boolean filters count only when spelled exactly (`true`, or `false`
+      // where it narrows); any other value is ignored, not rejected.
       const filter: LiveMatchFilter = {};
       const mode = queryParam(q, 'mode');
       if (mode !== null) filter.mode = mode;

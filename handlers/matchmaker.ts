@@ -4,7 +4,7 @@ import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
 
 /**
- * Matchmaker tickets over REST (spec 4.8, rest-payloads 5). Tickets are
+ * Matchmaker tickets over REST. Tickets are
  * node-local and owner-only; outcomes arrive over the WebSocket.
  */
 export const matchmakerRoutes: Route[] = [

@@ -2,7 +2,7 @@ import { deleteNotification, listNotifications, markNotificationRead } from '../
 import { json, requirePlayer, type Route } from './http';
 import { pageOf, queryParam } from './pagination';
 
-/** Notifications (spec 4.11, rest-payloads 15): the caller's own only; anyone else's answers 403 `forbidden`. */
+/** Notifications: the caller's own only; anyone else's answers 403 `forbidden`. */
 export const notificationRoutes: Route[] = [
   {
     method: 'GET',
@@ -12,7 +12,7 @@ export const notificationRoutes: Route[] = [
       const read = queryParam(request.query, 'read');
       const notifications = await listNotifications(ctx.db, playerId, {
         ...pageOf(request.query),
-        // Only the literal strings filter (rest-payloads 0.4): `read=false` lists the unread ones.
+        // Only the literal `true` or `false` filters (anything else lists all): `read=false` lists the unread ones.
         ...(read === 'true' || read === 'false' ? { read: read === 'true' } : {}),
       });
       return json({ notifications });

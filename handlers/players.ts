@@ -4,7 +4,7 @@ import { readJsonObject } from './body';
 import { json, requirePlayer, type Route } from './http';
 import { queryParam } from './pagination';
 
-/** Player profiles and self-erasure (spec 4.2, rest-payloads 2). */
+/** Player profiles and self-erasure. */
 export const playerRoutes: Route[] = [
   {
     method: 'POST',

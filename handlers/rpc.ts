@@ -4,9 +4,9 @@ import { readJsonObject } from './body';
 import { decodedParam, json, requirePlayer, type Route } from './http';
 
 /**
- * `rpc.call` over HTTP (wire-protocol 12): the same dispatcher as the socket,
+ * `rpc.call` over HTTP: the same dispatcher as the socket,
  * body `{params}`, answered in the `{type, payload}` envelope. A failure also
- * carries the error object at the top level, as every failure does (spec 7).
+ * carries the error object at the top level, as every failure does.
  */
 export const rpcRoutes: Route[] = [
   {

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
-// Players, identities, tokens, stats and the operator audit trail
-// (rest-payloads 20.1 and 20.7). Foreign keys never cascade: erasure deletes
+// Players, identities, tokens, stats and the operator audit trail.
+// Foreign keys never cascade: erasure deletes
 // explicitly so every table is accounted for.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
-// Finished-match records (rest-payloads 20.2): the audit trail behind
+// Finished-match records: the audit trail behind
 // `GET /matches`. `players` holds bare ids (no foreign key) so a record
 // outlives the accounts it mentions.
 export async function up(db: Kysely<unknown>): Promise<void> {

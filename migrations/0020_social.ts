@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 // Friends, groups, group join requests and invitations, chat and direct
-// messages, notifications (rest-payloads 20.5). Foreign keys to players never
+// messages, notifications. Foreign keys to players never
 // cascade: runtime/erasure.ts deletes or severs every reference explicitly.
 // Row rules (statuses, roles, request kinds) are enforced by the services, not
 // by CHECK constraints.
