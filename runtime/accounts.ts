@@ -7,7 +7,7 @@ import { assertRegistrationAllowed } from './registration';
 import type { Database } from './schema';
 import { issueTokenPair, type TokenPair } from './tokens';
 
-/** Password accounts: register and login (spec 4.1, rest-payloads 1). */
+/** Password accounts: register and login. */
 
 registerErasable(
   { table: 'player_identities', column: 'player_id', mode: 'delete' },

@@ -4,7 +4,7 @@ import { jsonb, type Db } from './database';
 import type { Database } from './schema';
 
 /**
- * The operator audit trail (spec part 6, rest-payloads 20.7). Rows are
+ * The operator audit trail. Rows are
  * append-only: this module only ever inserts, and nothing else writes the
  * table. Rows hold no foreign keys, so they outlive erased players.
  */

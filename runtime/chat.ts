@@ -9,9 +9,9 @@ import type { ChatMessagesTable } from './schema';
 import { isStorableText, UNSTORABLE_TEXT } from './text';
 
 /**
- * Chat channels (spec 4.11 and 8, wire-protocol 8, rest-payloads 14): channel
- * ids, the membership rule shared by the socket and REST history, and the
- * `chat_messages` table that holds chat and direct messages alike.
+ * Chat channels: channel ids, the membership rule shared by the socket and
+ * REST history, and the `chat_messages` table that holds chat and direct
+ * messages alike.
  *
  * Channel ids, 1-256 bytes:
  *   global:<name>             a name some mode in setting `game_modes` lists under `chat_channels`
@@ -54,11 +54,11 @@ export interface ChatPush {
   channel_id: string;
   sender_id: string;
   content: string;
-  /** Epoch ms (wire-protocol 8.4). */
+  /** Epoch ms, unlike the ISO strings REST returns. */
   sent_at: number;
 }
 
-/** A persisted message as REST chat history returns it (rest-payloads 14). */
+/** A persisted message as REST chat history returns it. */
 export interface ChatMessageView {
   id: string;
   channel_type: string;
@@ -142,7 +142,7 @@ export async function mayUseChannel(ctx: Pick<Ctx, 'db' | 'settings' | 'live'>, 
 
 /**
  * Content a channel accepts: storable text of at most 2000 bytes. Returns the problem, or null.
- * An empty string is accepted and broadcast (wire-protocol 8.3); only direct messages refuse it.
+ * An empty string is accepted and broadcast; only direct messages refuse it.
  * Frames are checked for storable text at the boundary already; this keeps the rule with the
  * channel for senders that do not come through a frame.
  */

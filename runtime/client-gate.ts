@@ -2,7 +2,7 @@ import type { Ctx } from './context';
 import { ApiError } from './errors';
 
 /**
- * The client gate (spec 5.7): an operator-supplied function that vets
+ * The client gate: an operator-supplied function that vets
  * pre-auth traffic on `/auth/register`, `/auth/oauth` and `/auth/guest`
  * after the rate limiter and before any password hash or provider call.
  *

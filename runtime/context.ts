@@ -38,7 +38,7 @@ export interface Ctx {
   };
   /** Password hashing with the host's bound on concurrent derivations (runtime/passwords.ts). */
   passwords: PasswordHasher;
-  /** The operator's client gate (spec 5.7), loaded by the host; null when unset. Call it through `passClientGate`. */
+  /** The operator's client gate, loaded by the host; null when unset. Call it through `passClientGate`. */
   clientGate: ClientGate | null;
   /** Test-only interleaving points; production hosts leave this unset. */
   seams?: Seams;
@@ -69,13 +69,13 @@ export interface LiveState {
   presence: LivePresence;
 }
 
-/** Extension and game-script RPC methods (wire-protocol 12). */
+/** Extension and game-script RPC methods, one dispatcher for the socket and HTTP. */
 export interface RpcDispatcher {
   /** Resolves to the result object; rejects with an `ApiError` (`rpc.unknown_method`, a declared code, or `internal`). */
   call(method: string, params: Record<string, unknown>, caller: { playerId: string }): Promise<Record<string, unknown>>;
 }
 
-/** Deployment-wide globals of the game script (lua-scripting 2.5, 3.3). */
+/** Deployment-wide globals of the game script; an operator setting overrides each. */
 export interface GameDeclarations {
   /** `script_registration` (alias `registration`); applies only where the operator set none. */
   registration(): RegistrationMode | null;

@@ -105,7 +105,7 @@ export function jsonb(value: unknown): RawBuilder<unknown> {
   return sql`${JSON.stringify(value ?? {})}::jsonb`;
 }
 
-/** Timestamps go out as ISO 8601 UTC, second precision, `Z` (rest-payloads 0.3). */
+/** Timestamps go out as ISO 8601 UTC, second precision, `Z`. */
 export function isoSeconds(value: Date | string | null | undefined): string | null {
   if (value === null || value === undefined) return null;
   const date = value instanceof Date ? value : new Date(value);

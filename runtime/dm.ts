@@ -7,7 +7,7 @@ import { eitherBlocked } from './friends';
 import type { Page } from './pages';
 
 /**
- * Direct messages (spec 4.11, rest-payloads 16, wire-protocol 9). A DM is a
+ * Direct messages. A DM is a
  * chat message on `dm:<a>:<b>`, persisted in `chat_messages` with its
  * recipient, pushed to the recipient as `dm.message` on every live socket and
  * to anyone joined to the DM channel as `chat.message`. A block held by either
@@ -18,7 +18,7 @@ export interface DmMessage {
   id: string;
   sender_id: string;
   content: string;
-  /** Epoch ms, as the socket push carries it (rest-payloads 0.3). */
+  /** Epoch ms, as the socket push carries it. */
   sent_at: number;
 }
 

@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from './schema';
 
 /**
- * Erasing a player (spec 4.2 self-erase, 4.14 ops erase, guest reaping) is
+ * Erasing a player (self-erase, operator erase, guest reaping) is
  * this one function. Each domain registers, next to its own SQL, every column
  * of its tables that holds a player id, and whether an erasure deletes those
  * rows or keeps them with the reference set to null (receipts, group

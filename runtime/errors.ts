@@ -2,7 +2,7 @@
  * The closed set of error codes and the HTTP status each one answers with.
  * This table is the only place a code can come from: `ApiError` accepts only
  * keys of it, so a string from a client, a provider or a script can never
- * become a code (spec part 7, rule 4). Such strings travel in `details`.
+ * become a code. Such strings travel in `details`.
  */
 export const ERROR_STATUS = {
   // cross-cutting
@@ -155,9 +155,9 @@ export interface ErrorBody {
 
 /**
  * The one error constructor. Throw it anywhere below a handler; the pipeline
- * turns it into the spec's error object with the code's status.
+ * turns it into the `{error: {code, message, details}}` body with the code's status.
  * `legacy` carries the top-level keys some 422 bodies repeat beside `error`
- * (`fields`, `errors`), see rest-payloads 0.5.
+ * (`fields`, `errors`) for clients that still read them there.
  */
 export class ApiError extends Error {
   readonly code: ErrorCode;
@@ -183,7 +183,7 @@ export class ApiError extends Error {
     const body: ErrorBody & Record<string, unknown> = {
       error: { code: this.code, message: this.message, details: this.details },
     };
-    // Legacy keys stay at the top level too (spec part 7 rule 3).
+    // Legacy keys stay at the top level too, besides `details`.
     for (const key of ['fields', 'errors'] as const) {
       if (this.details[key] !== undefined) body[key] = this.details[key];
     }

@@ -2,7 +2,7 @@ import { ApiError, type ErrorCode, type ErrorDetails } from './errors';
 import { textProblem, textProblemMessage } from './text';
 
 /**
- * WebSocket frames (wire-protocol 2 and 13). The reason → code table is the
+ * WebSocket frames. The reason → code table is the
  * one place a socket failure gets its code: every `error` frame is built from
  * a `FrameError`, which wraps an `ApiError` so REST and the socket share the
  * closed code set and its messages.
@@ -103,9 +103,9 @@ export function codeForReason(reason: string): ErrorCode {
 export class FrameError extends Error {
   readonly reason: string;
   readonly error: ApiError;
-  /** The top-level `payload.type` some errors carry (wire-protocol 13). */
+  /** The top-level `payload.type` some errors carry. */
   readonly frameType: string | undefined;
-  /** False for failures found before the `cid` was read (wire-protocol 2.3 rule 3). */
+  /** False for failures found before the `cid` was read: such a reply carries no `cid`. */
   readonly echoCid: boolean;
 
   constructor(
@@ -125,7 +125,7 @@ export class FrameError extends Error {
 
   /**
    * A domain failure thrown as `ApiError` (shared with REST), carried on the socket.
-   * The code always follows from the reason (wire-protocol 13.1 is complete): a
+   * The code always follows from the reason, and the table is the whole set: a
    * code with no reason of its own travels as `ws.request_failed`.
    */
   static from(err: ApiError, frameType?: string): FrameError {
@@ -156,12 +156,12 @@ export function errorFrame(request: Pick<ClientFrame, 'cid' | 'hasCid'> | null, 
   return reply(err.echoCid ? request : null, 'error', err.payload());
 }
 
-/** `rpc.error` carries the error object only (wire-protocol 12, 13.2). */
+/** `rpc.error` carries the error object only: no `reason` or `type`, unlike an `error` frame. */
 export function rpcErrorFrame(request: Pick<ClientFrame, 'cid' | 'hasCid'> | null, err: ApiError): ServerFrame {
   return reply(request, 'rpc.error', { error: { code: err.code, message: err.message, details: err.details } });
 }
 
-/** Wire-protocol 2.4: classify raw text into a frame or the envelope failure it is. */
+/** Classifies raw text into a frame or the envelope failure it is. */
 export function parseClientFrame(text: string): ClientFrame | FrameError {
   let value: unknown;
   try {

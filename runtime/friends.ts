@@ -10,7 +10,8 @@ import type { Presence } from './presence';
 import type { Database, FriendshipsTable } from './schema';
 
 /**
- * Friends (spec 4.5, rest-payloads 7 and its binding decisions).
+ * Friends (where we depart from the first build, see
+ * docs/decisions/0019-groups-and-friends-as-the-clients-expect.md).
  *
  * One directed row per relation: `player_id` asked `friend_id` (`pending`,
  * then `accepted` on the same row), or `player_id` blocked `friend_id`

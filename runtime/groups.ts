@@ -11,7 +11,8 @@ import { newestFirst, type Page } from './pages';
 import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from './schema';
 
 /**
- * Groups (spec 4.5, rest-payloads 8 and its binding decisions).
+ * Groups (where we depart from the first build, see
+ * docs/decisions/0019-groups-and-friends-as-the-clients-expect.md).
  *
  * Roles rank owner (100) > admin (75) > moderator (50) > member (0). An actor
  * changes the role of, or kicks, only members ranked strictly below itself,
@@ -211,7 +212,7 @@ async function memberCount(trx: Transaction<Database>, groupId: string): Promise
   return r.n;
 }
 
-/** An acting member of at least `minRank`; a non-member (or an unknown group) is `forbidden` (rest-payloads 8). */
+/** An acting member of at least `minRank`; a non-member (or an unknown group) is `forbidden`. */
 async function requireActor(trx: Transaction<Database>, groupId: string, caller: string, minRank: number) {
   const actor = isUuid(groupId) ? await memberRow(trx, groupId, caller) : undefined;
   if (!actor || ROLE_RANK[actor.role] < minRank) throw new ApiError('forbidden', 'Your role in this group does not allow that.');

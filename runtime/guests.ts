@@ -11,7 +11,7 @@ import type { Database } from './schema';
 import { issueTokenPair, revokePlayerTokens } from './tokens';
 
 /**
- * Guest accounts (spec 3 "Account kinds", 5.4). A device proves itself with
+ * Guest accounts. A device proves itself with
  * a (device_id, device_secret) pair; the service keeps per guest only a
  * keyed-hash verifier of the secret: HMAC-SHA256 over salt ‖ secret, keyed
  * with the operator pepper named by `key_id`, so neither a database leak nor
@@ -57,7 +57,7 @@ export function assertGuestsEnabled(ctx: Pick<Ctx, 'settings' | 'game'>): void {
   if (!guestsEnabled(ctx)) throw new ApiError('guest.disabled', 'Guest sign-in is not enabled on this deployment.');
 }
 
-/** Checks the shapes of spec 2 "Guest device credential"; presence is the caller's check. */
+/** Checks a guest device credential's shape (id length, secret size); presence is the caller's check. */
 export function readDeviceCredential(deviceId: string, deviceSecret: string): DeviceCredential {
   const idBytes = new TextEncoder().encode(deviceId).byteLength;
   if (idBytes === 0 || idBytes > DEVICE_ID_MAX_BYTES) {
@@ -107,7 +107,7 @@ function storedVerifier(metadata: unknown): GuestVerifier | null {
 }
 
 /**
- * SQL for "p is an unclaimed guest" (spec 3): no password, at least one guest
+ * SQL for "p is an unclaimed guest": no password, at least one guest
  * identity, no identity of any other provider.
  */
 function unclaimed(player: string) {

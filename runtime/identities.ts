@@ -11,7 +11,7 @@ import { SteamVerifier } from './steam';
 import { issueTokenPair } from './tokens';
 
 /**
- * Provider identities (spec 4.1 rules 4-8): social sign-in, link and unlink.
+ * Provider identities: social sign-in, link and unlink.
  * A row of `player_identities` ties one (provider, provider_uid) to one
  * player; the unique constraint on that pair is what settles every race.
  */
@@ -97,7 +97,7 @@ function clip(text: string | null, max: number): string | null {
   return Array.from(text).slice(0, max).join('');
 }
 
-/** `<provider>_<first 8 chars of the uid>_<4 digits>` (spec 2, rest-payloads D-1). */
+/** `<provider>_<first 8 chars of the uid>_<4 digits>`: a username for a new provider account. */
 function generatedUsername(identity: ProviderIdentity): string {
   const [n] = new Uint32Array(randomBytes(4).buffer);
   return `${identity.provider}_${Array.from(identity.uid).slice(0, 8).join('')}_${String(n! % 10000).padStart(4, '0')}`;
@@ -193,7 +193,7 @@ async function insertIdentity(trx: Executor, ctx: Pick<Ctx, 'ids' | 'clock'>, pl
 /**
  * `POST /auth/link`: adds a verified provider identity to the caller. An
  * identity that exists already, whoever owns it (the caller included),
- * answers 409 `auth.provider_already_linked` (rest-payloads 1.2).
+ * answers 409 `auth.provider_already_linked`.
  */
 export async function linkProvider(
   ctx: Ctx,

@@ -6,7 +6,7 @@ import { newestFirst, type Page } from './pages';
 
 /**
  * Matches as the handler library sees them: the finished-match records in the
- * database (rest-payloads 4.1, 20.2) and the shapes of the node's live match
+ * database and the shapes of the node's live match
  * and matchmaker state, which the host serves behind `ctx.live`.
  */
 
@@ -33,7 +33,7 @@ export interface NewMatchRecord {
 
 /**
  * Writes a finished match in one transaction: its record, and the players'
- * counters (wire-protocol 6.8): everyone who played gets `games_played` + 1;
+ * counters: everyone who played gets `games_played` + 1;
  * `winner`/`winners` and `loser`/`losers` in the result move `wins`/`losses`,
  * but only for ids that actually played, so a script cannot credit strangers.
  */
@@ -114,7 +114,7 @@ function project(row: {
 
 export type LiveMatchStatus = 'waiting' | 'running' | 'paused' | 'finished';
 
-/** A live match in a listing (wire-protocol 6.1, rest-payloads 4.2): no roster, no `listed`. */
+/** A live match in a listing, on the socket and over REST alike: no roster, no `listed`. */
 export interface MatchListing {
   match_id: string;
   mode: string | null;
@@ -144,7 +144,7 @@ export interface MatchmakerQueued {
   already_queued: boolean;
 }
 
-/** `GET /matchmaker/:ticket_id` (rest-payloads 5): the key is `id`; `submitted_at` is epoch ms. */
+/** `GET /matchmaker/:ticket_id`: the key is `id`; `submitted_at` is epoch ms. */
 export interface MatchmakerTicketView {
   id: string;
   mode: string;

@@ -9,7 +9,7 @@ import { newestFirst, type Page } from './pages';
 import type { Database, NotificationsTable } from './schema';
 
 /**
- * Notifications (spec 4.11, rest-payloads 15, wire-protocol 10.2). Server
+ * Notifications. Server
  * code creates them — friend requests, group invitations and join requests,
  * game scripts, extensions — always through `notify` (or, inside a caller's
  * transaction, `createNotification` then `deliverNotification` after commit),
@@ -150,7 +150,7 @@ export async function listNotifications(db: Db, playerId: string, q: Notificatio
 
 const notFound = () => new ApiError('notification.not_found', 'No such notification.');
 
-/** After a write matched nothing: someone else's notification is 403 `forbidden`, a missing one 404 (rest-payloads 15). */
+/** After a write matched nothing: someone else's notification is 403 `forbidden`, a missing one 404. */
 async function refusal(db: Db, id: string): Promise<ApiError> {
   const other = await db.selectFrom('notifications').select('id').where('id', '=', id).executeTakeFirst();
   return other ? new ApiError('forbidden', 'That notification belongs to another player.') : notFound();

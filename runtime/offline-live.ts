@@ -4,7 +4,7 @@ import { ApiError } from './errors';
 /**
  * `ctx.live` for a host that serves REST only (no WebSocket, no match loops):
  * a node without sockets has nobody to push to, no running matches or chat
- * channels, no matchmaking queue (tickets are node-local, spec 4.8) and no
+ * channels, no matchmaking queue (tickets are node-local) and no
  * RPC methods. Every answer is what such a node truthfully holds.
  */
 export function offlineLive(): LiveState {

@@ -5,7 +5,7 @@ import type { Logger } from './log';
 import type { OidcProviderName, Settings } from './settings';
 
 /**
- * OIDC ID-token verification (spec 4.1 rule 4, 5.2). Each configured
+ * OIDC ID-token verification. Each configured
  * provider's discovery document and key set are fetched through the host's
  * fetch (which pins the trust anchor and bounds the time), cached, and
  * refreshed when a token names a key we do not hold, at most once per

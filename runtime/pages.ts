@@ -2,7 +2,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import { isUuid } from './ids';
 
 /**
- * One page of a public list (rest-payloads 0.4 and the pagination decision):
+ * One page of a public list:
  * at most `limit` rows, and for lists that grow without bound only rows older
  * than the `before` cursor. How a request spells these is the handlers'
  * business (handlers/pagination.ts); this is the database side.

@@ -8,7 +8,7 @@ import { ApiError, missingField, validationFailed } from './errors';
 import { isUuid } from './ids';
 import type { PlayersTable } from './schema';
 
-/** Player profiles and self-erasure (spec 4.2, rest-payloads 2). */
+/** Player profiles and self-erasure. */
 
 /** The public projection; identical for every viewer. Never credentials, ban state, identities or stats. */
 export interface PlayerView {
@@ -89,7 +89,7 @@ export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock'>, id: string, b
 }
 
 /**
- * Self-erase (spec 4.2). The password is checked outside the transaction
+ * Self-erase. The password is checked outside the transaction
  * (the hash is slow); the transaction then re-reads the hash under a row lock
  * and erases only if it is the one that was checked, so a password changed in
  * between answers 409 and deletes nothing. The audit row commits with the

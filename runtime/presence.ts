@@ -2,7 +2,7 @@ import { ApiError } from './errors';
 import { byteLength, isPlainObject } from './frames';
 
 /**
- * Presence (wire-protocol 10.1, plus an additive metadata object): a player
+ * Presence (a status, plus an additive metadata object): a player
  * online on this node has a status — any JSON value the client sent, `online`
  * when absent, never checked against a list — and a small metadata object,
  * both set with `presence.update`, readable by friends over REST, and cleared

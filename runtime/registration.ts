@@ -3,7 +3,7 @@ import { ApiError } from './errors';
 import type { RegistrationMode } from './settings';
 
 /**
- * Registration posture (spec 3, 5.3). The operator's setting wins wherever it
+ * Registration posture. The operator's setting wins wherever it
  * is set; only where it is unset may the game script's declaration apply, so a
  * script can narrow a deployment that states nothing but never widen one that
  * does. With neither, registration is open.

@@ -56,10 +56,10 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
 
 export type RegistrationMode = 'open' | 'oauth_only' | 'closed';
 
-/** The OIDC providers a deployment may configure (rest-payloads: placeholder names resolved). */
+/** The OIDC providers a deployment may configure. */
 export const OIDC_PROVIDERS = ['google', 'apple', 'microsoft', 'discord'] as const;
 export type OidcProviderName = (typeof OIDC_PROVIDERS)[number];
-/** Peppers shorter than this count as absent (spec 5.4). */
+/** Peppers shorter than this count as absent: too short to key the guest verifier safely. */
 export const MIN_PEPPER_BYTES = 32;
 
 const positiveInt = z.number().int().positive();
@@ -76,7 +76,7 @@ const gameModeEntry = z
   .catchall(z.json());
 
 // Entries are checked at boot by runtime/oidc.ts, which drops (and logs) one
-// without an https issuer instead of stopping the node (spec 5.2).
+// without an https issuer instead of stopping the node.
 const oidcProviderEntry = z
   .object({ issuer: z.string().optional(), client_id: z.string().min(1).optional(), client_secret: z.string().optional() })
   .strict();
@@ -115,7 +115,7 @@ const rawSchema = z
     client_gate: z.string().min(1).optional(),
     client_gate_timeout: positiveInt.default(5000),
     client_gate_on_error: z.enum(['fail', 'skip']).default('fail'),
-    /** Operator override of the game's `guest_auth` declaration; when set it wins both ways (lua-scripting 3.3). */
+    /** Operator override of the game's `guest_auth` declaration; when set it wins both ways. */
     guest_auth: z.boolean().optional(),
     /** Key id → pepper (or one bare pepper); under 32 bytes counts as absent. */
     guest_verifier_pepper: z.union([z.string(), z.record(z.string().min(1).max(64), z.string())]).optional(),
@@ -144,12 +144,12 @@ const rawSchema = z
     /** A ticket waiting longer is dropped with `match.matchmaker_expired`. */
     matchmaker_max_wait_ms: positiveInt.default(60_000),
     matchmaker_max_queue: positiveInt.default(10_000),
-    /** `skill_based`: the skill window widens by 50 per this much waiting (lua-scripting 10). */
+    /** `skill_based`: the skill window widens by 50 per this much waiting. */
     matchmaker_skill_widen_ms: positiveInt.default(5000),
     /** The game directory when env GAME_DIR is unset (decision 16). */
     game_dir: z.string().min(1).optional(),
     /**
-     * Per-mode overrides of the game script's globals (lua-scripting 2.7),
+     * Per-mode overrides of the game script's globals,
      * key by key; the whole entry also reaches the script's `init(config)`.
      */
     game_modes: z.record(z.string().min(1).max(64), gameModeEntry).default({}),

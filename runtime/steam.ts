@@ -2,12 +2,12 @@ import type { Logger } from './log';
 import { rejected, type OutboundFetch } from './oidc';
 
 /**
- * The ticket provider `steam` (spec 4.1 rule 4): the client posts a
+ * The ticket provider `steam`: the client posts a
  * hex-encoded session ticket, which the provider's web API checks
  * (AuthenticateUserTicket); the display name comes from the player summary.
  */
 
-/** Spec part 8: hex only, at most 4096 bytes; checked before any outbound call. */
+/** Hex only, at most 4096 bytes; checked before any outbound call. */
 const TICKET = /^[0-9a-fA-F]{1,4096}$/;
 
 export interface TicketIdentity {

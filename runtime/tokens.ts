@@ -6,7 +6,7 @@ import { ApiError } from './errors';
 import type { Database } from './schema';
 
 /**
- * Player bearer tokens (spec 3 "Tokens", 5.1). Each token is 32 random bytes,
+ * Player bearer tokens. Each token is 32 random bytes,
  * base64url; the database holds only its SHA-256, so a leaked table grants no
  * session. An access token and the refresh token issued with it share a
  * `family_id`: the lineage a refresh rotates within and a reuse burns.
@@ -134,7 +134,8 @@ export async function rotateRefreshToken(ctx: Ctx, refreshToken: string): Promis
   if (outcome.kind === 'reused') {
     // Evict after commit: a cache fill racing the revocation then re-reads the database.
     ctx.auth.evictPlayer(outcome.playerId);
-    // Sockets opened with the family's access tokens close too (wire-protocol 4.3).
+    // Sockets opened with the family's access tokens close too, so a burned
+    // family keeps no live session.
     ctx.live.disconnectTokens(outcome.revoked);
     ctx.log.warn('refresh_token_reused', { player_id: outcome.playerId });
   }
@@ -142,7 +143,7 @@ export async function rotateRefreshToken(ctx: Ctx, refreshToken: string): Promis
 }
 
 /**
- * Logout (spec 4.1 rule 3): revokes the family of `refreshToken` and the
+ * Logout: revokes the family of `refreshToken` and the
  * access token `accessToken`, whichever are given and known. It reports
  * nothing; the caller answers the same whatever was found.
  */
@@ -181,7 +182,7 @@ export async function revokeSession(ctx: Ctx, refreshToken: string | null, acces
   });
   if (accessToken) await ctx.auth.evictToken(accessToken);
   for (const playerId of players) ctx.auth.evictPlayer(playerId);
-  // A socket authenticated with a revoked access token closes normally (wire-protocol 4.3).
+  // A socket authenticated with a revoked access token closes with 1000, a normal closure.
   ctx.live.disconnectTokens(revoked);
 }
 
