@@ -36,7 +36,7 @@ interface RunningChannel {
 }
 
 /**
- * Chat on the socket (wire-protocol 8 and 9): `chat.join`, `chat.leave`,
+ * Chat on the socket: `chat.join`, `chat.leave`,
  * `chat.send`, `dm.send`. A message is persisted by a group commit (sends
  * arriving while an insert runs go into the next one, so a busy channel costs
  * one statement per batch, not per message) and fans out once stored: a
@@ -250,7 +250,7 @@ export class ChatHost implements LiveChat {
       const sent = await sendDirectMessage(this.ctx, session.playerId!, p.recipient_id, p.content);
       return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
     } catch (err) {
-      // REST answers 404 `player.not_found`; the socket's reason table (wire-protocol 13.1) has `not_found`.
+      // REST answers 404 `player.not_found`; the socket's reason table has only `not_found`.
       if (err instanceof ApiError && err.code === 'player.not_found') throw new FrameError('not_found', { message: err.message });
       throw err;
     }

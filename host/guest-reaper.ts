@@ -8,8 +8,8 @@ export interface ReapPass {
 }
 
 /**
- * Erases unclaimed guests unseen for `guest_reap_after` seconds (spec 3,
- * 5.4), at most 500 per pass, each through the one erasure function in its
+ * Erases unclaimed guests unseen for `guest_reap_after` seconds, at most 500
+ * per pass, each through the one erasure function in its
  * own transaction with the unclaimed check re-run inside. Time comes from
  * `ctx.clock`, so tests move it; passes never overlap. The sweep writes no
  * audit row: it logs what it did.

@@ -17,7 +17,7 @@ interface Ticket {
   attempts: number;
 }
 
-/** Strategy `skill_based` (lua-scripting 10): the base spread a group may have. */
+/** Strategy `skill_based`: the base spread a group may have. */
 const SKILL_WINDOW = 200;
 /** ... widened by this much per `matchmaker_skill_widen_ms` the lowest ticket waited. */
 const SKILL_WIDEN_STEP = 50;
@@ -28,7 +28,7 @@ const START_SLICE_MS = 10;
 const START_CONCURRENCY = 32;
 
 /**
- * The node-local matchmaker (spec 4.8, wire-protocol 5). Tickets live only in
+ * The node-local matchmaker. Tickets live only in
  * memory, one per player and mode; every `matchmaker_tick_ms` each mode's
  * queue is expired, grouped by the mode's `strategy` into groups of
  * `match_size`, and each group becomes a match its players are joined to
@@ -257,7 +257,7 @@ export class Matchmaker implements LiveMatchmaker {
       try {
         await this.matches.joinInto(match, t.playerId);
       } catch (err) {
-        // A refused player is still told about the match it was grouped into (lua-scripting 10).
+        // A refused player is still told about the match it was grouped into.
         this.ctx.log.info('matchmaker_join_failed', { match_id: match.id, player_id: t.playerId, reason: err instanceof FrameError ? err.reason : String(err) });
       }
       this.sessions.push(t.playerId, { type: 'match.matched', payload: { match_id: match.id, players } });

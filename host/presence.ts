@@ -7,7 +7,7 @@ import type { Gateway, Reply } from './ws';
 
 /**
  * Presence on this node: `presence.update` stores the player's status (any
- * JSON value, wire-protocol 10.1) and a small metadata object for as long as
+ * JSON value, never checked against a list) and a small metadata object for as long as
  * they have a live socket, answers `presence.updated` with the stored value,
  * and pushes the change to their online accepted friends as a cid-less
  * `presence.updated` carrying `player_id` — the field that tells a friend's

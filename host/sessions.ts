@@ -10,7 +10,7 @@ export class Session {
   /** The authenticated player, or null before a successful `session.connect`. */
   playerId: string | null = null;
   tokenId: string | null = null;
-  /** Message-rate window (wire-protocol 4.3): fixed 1000 ms, opened by the socket. */
+  /** Message-rate window: fixed 1000 ms, opened by the socket. */
   windowStart: number;
   windowCount = 0;
   lastInbound: number;

@@ -19,8 +19,8 @@ interface Entry {
 }
 
 /**
- * Node-local cache in front of access-token resolution (rest-payloads 1:
- * 60 s positive, 5 s negative). Entries are keyed by the token's SHA-256, so
+ * Node-local cache in front of access-token resolution (60 s for a token that
+ * resolved, 5 s for one that did not). Entries are keyed by the token's SHA-256, so
  * live bearer strings are not held in memory. A positive entry never outlives
  * the token's own expiry, and revocation evicts at once: by token (logout) or
  * by player (family revoked, ban, erasure).

@@ -27,7 +27,7 @@ const HARD_FRAME_CAP = 1024 * 1024;
 export interface Reply {
   type: string;
   payload: Record<string, unknown>;
-  /** False for replies that must not echo the request's `cid` (wire-protocol 2.3 rule 5). */
+  /** False for replies that must not echo the request's `cid`, e.g. when that `cid` is itself invalid. */
   echoCid?: boolean;
 }
 
@@ -110,7 +110,7 @@ export class Gateway {
     const peer = req.socket.remoteAddress ?? '';
     const ip = normaliseIp(this.#proxies.trusts(peer) ? forwardedFor(req, this.#proxies) ?? peer : peer);
     // The connect budget is spent before the origin check, so floods from a
-    // rejected origin still drain it (wire-protocol 4.3).
+    // rejected origin still drain it.
     if (!this.ctx.limits.take('ws_connect', `ip:${ip}`).ok) return void ws.close(1008, 'rate_limited');
     if (!this.#originAllowed(req.headers.origin)) return void ws.close(1008, 'origin_rejected');
 
@@ -213,7 +213,7 @@ export class Gateway {
   }
 
   async #connect(session: Session, frame: ClientFrame): Promise<Reply | null> {
-    // A missing payload is a missing token (wire-protocol 14 row 1: spec wins).
+    // A missing payload counts as a missing token: `invalid_token`, not a malformed frame.
     const token = isPlainObject(frame.payload) ? frame.payload.token : undefined;
     if (typeof token !== 'string' || token === '') throw new FrameError('invalid_token');
     const principal = await this.ctx.auth.resolve(token);
