@@ -33,8 +33,8 @@ export interface App {
 /**
  * Builds the handler library over a host-supplied `Ctx`. The pipeline is:
  * readiness → bearer resolution → rate limit → route → handler, with every
- * failure turned into the spec's error object and every response given the
- * security headers, CORS (configured origins only) and the request id.
+ * failure turned into the `{error: {code, message, details}}` body and every
+ * response given the security headers, CORS (configured origins only) and the request id.
  */
 export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
   const dispatch = routerFor(routes);
@@ -144,7 +144,7 @@ function notReady(ctx: Ctx): ApiError {
   return fault ? databaseFaultError(fault) : new ApiError('not_ready');
 }
 
-/** Spec part 8: which bucket a request spends from. */
+/** Which rate-limit bucket a request spends from. */
 export function rateGroup(method: string, path: string): RateLimitGroup {
   if (path === '/api/v1/auth/register') return 'register';
   if (path.startsWith('/api/v1/auth/') || (path === '/console/session' && method === 'POST')) return 'auth';

@@ -2,11 +2,11 @@ import { ApiError, missingField, validationFailed } from '../runtime/errors';
 import { textProblem, textProblemMessage } from '../runtime/text';
 import type { RequestLike } from './http';
 
-/** Spec part 8: request bodies are capped at 1 MiB. */
+/** Request bodies are capped at 1 MiB. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * Reads a JSON request body under the spec's rules: a body needs a
+ * Reads a JSON request body: a body needs a
  * Content-Length (411), may not exceed 1 MiB (413, without buffering past the
  * cap even if the header lied), must parse (400 `invalid_json`), and may hold
  * only text the database can store, nested at most `MAX_NESTING` deep (422

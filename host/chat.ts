@@ -258,7 +258,7 @@ export class ChatHost implements LiveChat {
 }
 
 /**
- * Wire-protocol 2.4: these frames need a `payload`; without one the frame is
+ * These frames need a `payload`; without one the frame is
  * `unknown_type` (asobi's dispatch, kept), and one that is not an object is
  * `invalid_payload`.
  */

@@ -45,7 +45,7 @@ export class PresenceHost implements LivePresence {
   }
 
   async #update(session: Session, frame: ClientFrame): Promise<Reply> {
-    // Wire-protocol 2.4: not among the frames that work without a payload.
+    // `presence.update` needs a payload; without one the frame is `unknown_type`.
     if (!frame.hasPayload) throw new FrameError('unknown_type');
     const presence = parsePresenceUpdate(frame.payload);
     const playerId = session.playerId!;

@@ -16,7 +16,7 @@ import {
 import { forwardedFor, TrustedProxies } from './http';
 import { Session, SessionRegistry } from './sessions';
 
-/** Wire-protocol 4.3 numbers. */
+/** Socket limits: frame size, and frames per rate window. */
 export const MAX_FRAME_BYTES = 65_536;
 export const FRAMES_PER_WINDOW = 60;
 export const RATE_WINDOW_MS = 1000;

@@ -33,7 +33,7 @@ export interface ClientFrame {
   refusal?: ApiError;
 }
 
-/** Wire-protocol 13.1: reasons with a code of their own. Every other reason is `ws.request_failed`. */
+/** Reasons with a code of their own. Every other reason is `ws.request_failed`. */
 const REASON_CODES: Readonly<Record<string, ErrorCode>> = {
   payload_too_large: 'payload_too_large',
   invalid_json: 'invalid_json',
@@ -196,7 +196,7 @@ export function byteLength(s: string): number {
 }
 
 /**
- * Wire-protocol 6.4: a join context is a flat object of at most 8 keys
+ * A join context is a flat object of at most 8 keys
  * (≤ 64 bytes each) whose values are strings ≤ 256 bytes, integers or booleans.
  */
 export function checkJoinCtx(ctx: unknown): Record<string, string | number | boolean> {

@@ -26,7 +26,7 @@ const SECRET_MAX_BYTES = 128;
 const DEVICE_ID_MAX_BYTES = 255;
 /** Guest creations take this transaction-scoped lock so the cap is counted and filled one at a time. */
 const CREATE_LOCK = sql`select pg_advisory_xact_lock(hashtext('svc.guest_create'))`;
-/** Spec part 8: a reap pass erases at most this many guests. */
+/** A reap pass erases at most this many guests, so one pass stays short. */
 export const REAP_BATCH = 500;
 
 interface GuestVerifier {
@@ -127,7 +127,7 @@ export async function countUnclaimedGuests(db: Db | Transaction<Database>): Prom
   return Number(row.n);
 }
 
-/** Raised inside the creating transaction so it rolls back; mapped to the spec's code outside. */
+/** Raised inside the creating transaction so it rolls back; mapped to its API error code outside. */
 class CreateDenied extends Error {
   constructor(
     readonly reason: 'cap_reached' | 'count_failed',

@@ -18,7 +18,7 @@ export function effectiveRegistration(ctx: Pick<Ctx, 'settings' | 'game'>): {
   return { mode: 'open', source: 'default' };
 }
 
-/** Who is trying to create an account; each row of the spec's mode table. */
+/** Who is trying to create an account; each registration mode admits some of these. */
 export type RegistrationKind = 'password' | 'provider' | 'guest';
 
 /** The shared guard every account-creating path calls before creating anything. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { parseAddressRange } from './address-ranges';
 
 /**
- * Operator settings, by the spec's names. One JSON object, validated once at
+ * Operator settings, under the key names the README table lists. One JSON object, validated once at
  * boot; an invalid value stops the boot with a message naming the key. Each
  * domain adds its keys here when it lands, with its default, and the README
  * table lists them all.
@@ -32,7 +32,7 @@ export interface RateRule {
   window: number;
 }
 
-/** Spec part 8 defaults. `erase` is the self-erase bucket the spec keeps separate. */
+/** Default rate limits. `erase` is a bucket of its own for self-erase. */
 export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
   register: { limit: 3, window: 1000 },
   auth: { limit: 5, window: 1000 },
