@@ -10,7 +10,7 @@ const POLL_MS = 1000;
 export interface LoadedGame {
   /** The directory, resolved (script workers read it themselves). */
   readonly dir: string;
-  /** Modes as of the last good load; `guestAuth`/`registration` stay as read at boot (lua-scripting 2.5). */
+  /** Modes as of the last good load; `guestAuth`/`registration` stay as read at boot. */
   readonly info: GameInfo;
   /** File access confined to the game directory, with revisions that move when a file changes. */
   readonly source: ScriptSource;

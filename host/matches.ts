@@ -12,7 +12,7 @@ import type { Gateway, Reply } from './ws';
 export { TICK_MS };
 /** Skipped ticks are logged at most this often, with the count since the last line. */
 const SKIP_LOG_EVERY_MS = 10_000;
-/** A match that never reaches `min_players` stops silently (wire-protocol 6). */
+/** A match that never reaches `min_players` stops silently. */
 const WAITING_TIMEOUT_MS = 60_000;
 /** A finished match lingers this long answering `not_in_match`, then is gone. */
 const FINISHED_LINGER_MS = 5000;
@@ -47,7 +47,7 @@ interface LiveMatch {
   waitingTimer: ReturnType<typeof setTimeout> | null;
 }
 
-/** Outcome of one join, as `match.joined` reports it (wire-protocol 6.3). */
+/** Outcome of one join, as `match.joined` reports it. */
 export type JoinedInfo = Record<string, unknown>;
 
 export interface LatenessSummary {
@@ -471,7 +471,7 @@ export class MatchHost implements LiveMatches {
     if (!frame.hasPayload || (isPlainObject(p) && !('match_id' in p))) throw new FrameError('unknown_type');
     if (!isPlainObject(p)) throw new FrameError('invalid_payload');
     const playerId = session.playerId!;
-    // A lookup miss answers before the join bucket is touched (wire-protocol 6.3).
+    // A lookup miss answers before the join bucket is touched.
     const match = typeof p.match_id === 'string' ? this.#matches.get(p.match_id) : undefined;
     if (!match || !match.started) throw new FrameError('match_not_found');
     this.#spendJoin(playerId);
@@ -513,7 +513,7 @@ export class MatchHost implements LiveMatches {
   }
 
   #inputFrame(session: Session, frame: ClientFrame): null {
-    // Wire-protocol 2.4: not among the frames that work without a payload.
+    // Not among the frames that work without a payload: without one it is an unknown type.
     if (!frame.hasPayload) throw new FrameError('unknown_type');
     const input = unwrapInput(frame.payload);
     const match = this.#byPlayer.get(session.playerId!);
@@ -616,7 +616,7 @@ export class MatchHost implements LiveMatches {
 }
 
 /**
- * Wire-protocol 6.6: the payload is the input; a payload whose only key is
+ * The payload is the input; a payload whose only key is
  * `data` holding an object, or a JSON string of one, is unwrapped.
  */
 function unwrapInput(payload: unknown): JsonObject {

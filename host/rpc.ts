@@ -26,7 +26,7 @@ export interface RpcMethodOptions {
 const METHOD_NAME = /^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64})+$/;
 
 /**
- * The `rpc.call` method registry (wire-protocol 12). Extensions register
+ * The `rpc.call` method registry. Extensions register
  * `<extension>.<name>` methods at boot; the dispatcher runs the checks in the
  * protocol's order and turns every failure into an `rpc.error`, never an
  * `error` frame.
@@ -123,7 +123,7 @@ export class RpcRegistry implements RpcDispatcher {
   }
 }
 
-/** Wire-protocol 2.3 rule 5: a string of 1-64 bytes, each 0x20-0x7E. */
+/** An `rpc.call` cid: a string of 1-64 bytes, each 0x20-0x7E (any other answers `rpc.invalid_cid` without a cid). */
 function validCid(cid: unknown): cid is string {
   return typeof cid === 'string' && /^[\x20-\x7e]{1,64}$/.test(cid);
 }

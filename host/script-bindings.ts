@@ -6,14 +6,14 @@ import type { SessionRegistry } from './sessions';
 
 /**
  * What game VMs reach on this node: `game.send`, and the domain bindings of
- * the `game` table it can back (lua-scripting 7.9 notifications today).
+ * the `game` table it can back.
  * Every game VM, match or RPC, gets the same set.
  */
 export function scriptBindings(ctx: Ctx): ScriptBindings {
   return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx) };
 }
 
-/** `game.send`: the player's sockets get `module.message {module: "lua", message}` (lua-scripting 7.4). */
+/** `game.send`: the player's sockets get `module.message {module: "lua", message}`. */
 export function scriptSend(sessions: SessionRegistry): ScriptServices['send'] {
   return (playerId, message) => void sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } });
 }
@@ -41,7 +41,7 @@ function notifyManyBinding(ctx: Ctx): ScriptBinding {
 }
 
 function send(ctx: Ctx, playerId: string, type: string, subject: string, data: JsonValue | undefined): NotificationView | null {
-  // lua-scripting 7.9: data that is not a table (or is a list) is sent as {}.
+  // Data that is not a table (or is a list) is sent as {}.
   const content = data !== null && typeof data === 'object' && !Array.isArray(data) ? data : {};
   try {
     return notifyInBackground(ctx, { playerId, type, subject, content });

@@ -1,5 +1,5 @@
 /**
- * The surface the host uses to run Lua game scripts (lua-scripting.md). It is
+ * The surface the host uses to run Lua game scripts. It is
  * host-neutral: file access, clocks, ids, logging and rate limits come in
  * through the interfaces below, never through `node:*`.
  *
@@ -56,7 +56,7 @@ export interface ModeInfo {
   match_size: number;
   max_players: number;
   min_players: number;
-  /** `fill` or `skill_based`; any other string behaves as `fill` (lua-scripting 10). */
+  /** `fill` or `skill_based`; any other string behaves as `fill`. */
   strategy: string;
   listed: boolean;
   quick_play: boolean;
@@ -114,8 +114,8 @@ export interface Budgets {
 /**
  * A `game.<namespace>.<function>` binding the host adds when it has the domain
  * behind it (economy, storage, leaderboard, notify ...). Arguments arrive
- * marshalled; the return value goes back to Lua (envelopes per
- * lua-scripting 7.1 are the binding's job). Must answer synchronously: a write
+ * marshalled; the return value goes back to Lua (error envelopes for bad
+ * arguments are the binding's job). Must answer synchronously: a write
  * that completes later returns `true` and finishes in the background. A
  * namespace the host does not provide is simply absent from `game`.
  */
@@ -145,7 +145,7 @@ export interface MatchServices extends ScriptServices {
 }
 
 /**
- * The game's RPC script (svc rule; lua-scripting defines no RPC hook):
+ * The game's RPC script (our rule: the script API has no RPC hook of its own):
  * `rpc.lua` at the root of the game directory defines a global table `rpc`
  * of functions `(player_id, params)`, served as methods `game.<name>`.
  */
@@ -228,7 +228,7 @@ export interface MatchRuntime {
   close(): void;
 }
 
-/** Leaves a script may not broadcast under `match.` / `world.` (wire-protocol 6.9). */
+/** Leaves a script may not broadcast under `match.` / `world.`. */
 export const RESERVED_LEAVES: ReadonlySet<string> = new Set([
   'ack',
   'finished',

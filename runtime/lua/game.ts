@@ -1,5 +1,5 @@
 /**
- * Reads what a game directory declares (lua-scripting 2 and 3): its modes
+ * Reads what a game directory declares: its modes
  * with their globals, and the deployment-wide `guest_auth` and
  * registration posture. Every script body runs in a throwaway sandbox
  * without the `game` table, so top-level code must be side-effect free.
@@ -36,7 +36,7 @@ export function dirOf(file: string): string {
   return slash < 0 ? '' : file.slice(0, slash);
 }
 
-/** A manifest path must stay inside the game directory (lua-scripting 2.4). */
+/** A manifest path must stay inside the game directory. */
 export function checkScriptPath(path: string): string | null {
   if (path.length === 0) return 'empty path';
   if (path.startsWith('/')) return 'absolute path';
@@ -60,7 +60,7 @@ export function evaluateScript(source: ScriptSource, file: string): Sandbox {
   return sandbox;
 }
 
-/** What a probe VM reaches: nothing leaves it (lua-scripting 7.1: probes change nothing). */
+/** What a probe VM reaches: nothing leaves it (probes change nothing). */
 const PROBE_SERVICES: ScriptServices = {
   log: silentLogger,
   limits: { take: () => ({ ok: false, retryAfterMs: 0 }), check: () => ({ ok: false, retryAfterMs: 0 }) },
@@ -100,7 +100,7 @@ class Globals {
     return this.with(name, (L, type) => (type === lua.LUA_TSTRING ? jsString(lua.lua_tostring(L, -1)) : null));
   }
 
-  /** Strict boolean: any other non-nil value is ignored with a notice (lua-scripting 3.1). */
+  /** Strict boolean: any other non-nil value is ignored with a notice. */
   boolean(name: string): boolean | null {
     return this.with(name, (L, type) => {
       if (type === lua.LUA_TBOOLEAN) return lua.lua_toboolean(L, -1);
@@ -176,7 +176,7 @@ export function loadGame(source: ScriptSource, operatorModes: OperatorModes = {}
     modes.set(SINGLE_MODE_NAME, readMode(source, SINGLE_MODE_NAME, SINGLE_MODE_SCRIPT, operatorModes[SINGLE_MODE_NAME] ?? {}, notices));
     return finish(info, modes, operatorModes, notices);
   }
-  // Neither file: zero modes, and no stale guest_auth (lua-scripting 2.2).
+  // Neither file: zero modes, and no stale guest_auth.
   return finish({ guestAuth: false, registration: null }, modes, operatorModes, notices);
 }
 

@@ -9,7 +9,7 @@
  *    numbers stay integers; functions, threads and userdata are dropped
  *    (`null` inside an array, where dropping would shift the rest); NaN and
  *    infinities become `null`. Nesting deeper than 64 levels is replaced by
- *    the string "too_deep" (lua-scripting 5.4); a cycle cannot be encoded.
+ *    the string "too_deep"; a cycle cannot be encoded.
  */
 import type { JsonValue } from './api';
 import { lua, to_luastring } from './vm';

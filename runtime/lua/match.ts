@@ -1,7 +1,7 @@
 /**
- * One match: one sandboxed VM running the mode's script (lua-scripting 1, 4,
- * 5, 7, 8). The state lives in the Lua registry and is handed to every
- * callback; a failed callback never replaces it (decision 2).
+ * One match: one sandboxed VM running the mode's script. The state lives in
+ * the Lua registry and is handed to every callback; a failed callback never
+ * replaces it.
  */
 import {
   DEFAULT_BUDGETS,
@@ -156,7 +156,7 @@ export class MatchVm implements MatchRuntime {
 
   leave(playerId: string): CallResult {
     const id = this.roster.get(playerId) ?? stringObject(playerId);
-    // The player is gone whatever the script says (lua-scripting 4.4).
+    // The player is gone whatever the script says.
     this.roster.delete(playerId);
     this.sandbox.cap = Infinity;
     if (!this.pushCallback(NAMES.leave)) return { ok: true };

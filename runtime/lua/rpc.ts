@@ -1,5 +1,5 @@
 /**
- * The game script's RPC methods (svc rule; lua-scripting.md defines no RPC
+ * The game script's RPC methods (our rule: the script API has no RPC
  * hook, the real-time issue asks for one). `rpc.lua` at the root of the game
  * directory runs in one long-lived sandbox with the instance-free `game`
  * table (`id`, `log`, `send`, domain bindings) and defines a global table

@@ -1,5 +1,5 @@
 /**
- * The `game` table a match VM sees (lua-scripting 7): identity and logging
+ * The `game` table a match VM sees: identity and logging
  * (7.3), messaging (7.4), match control (7.5), plus whatever domain bindings
  * the host supplies. Functions are created once per VM, never per call.
  * Wrong arguments answer `{error = "..."}` instead of raising (7.1).

@@ -1,5 +1,5 @@
 /**
- * One sandboxed fengari state (lua-scripting 9, decision 11) and the only way
+ * One sandboxed fengari state and the only way
  * to call into it: `call()` runs a function under an instruction budget and
  * turns every way a script can misbehave into a failed call.
  *
@@ -340,7 +340,7 @@ export class Sandbox {
     return 1;
   }
 
-  /** The game-directory `require` of lua-scripting 2.10. */
+  /** The game-directory `require`: modules resolve inside the game directory only. */
   private require(L: any): number {
     if (lua.lua_type(L, 1) !== lua.LUA_TSTRING) return lauxlib.luaL_error(L, to_luastring('require expects a module name string'));
     const name: string = lua.lua_tojsstring(L, 1);
@@ -385,7 +385,7 @@ export class Sandbox {
   }
 
   /**
-   * Hot reload (lua-scripting 8): re-runs a body with a fresh module cache.
+   * Hot reload: re-runs a body with a fresh module cache.
    * The globals are snapshotted first, so a body that fails halfway leaves
    * the VM exactly as it was (8.4).
    */
