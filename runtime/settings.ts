@@ -146,7 +146,7 @@ const rawSchema = z
     matchmaker_max_queue: positiveInt.default(10_000),
     /** `skill_based`: the skill window widens by 50 per this much waiting. */
     matchmaker_skill_widen_ms: positiveInt.default(5000),
-    /** The game directory when env GAME_DIR is unset (decision 16). */
+    /** The game directory when env GAME_DIR is unset. */
     game_dir: z.string().min(1).optional(),
     /**
      * Per-mode overrides of the game script's globals,
@@ -157,7 +157,7 @@ const rawSchema = z
     chat_idle_stop_ms: positiveInt.default(60_000),
     /** `chat.send` and `dm.send` frames one connection may send per window (inside the 60 frames/s cap). */
     chat_send_rate: rateRule.default({ limit: 10, window: 1000 }),
-    /** VM instructions one Lua callback may run (decision 4). */
+    /** VM instructions one Lua callback may run (docs/decisions/0021). */
     lua_instruction_budget: z
       .object({ init_tick: positiveInt.default(1_000_000), other: positiveInt.default(200_000) })
       .strict()

@@ -22,7 +22,7 @@
  * Where things live:
  *   runtime/lua/game.ts    loadGame(source, operatorModes?): GameInfo   (throws GameLoadError)
  *   runtime/lua/match.ts   class MatchVm implements MatchRuntime; MatchVm.create(options) (throws if the body fails)
- *   runtime/lua/marshal.ts Lua <-> JSON (decision 10)
+ *   runtime/lua/marshal.ts Lua <-> JSON
  *   host/game.ts           loadGameDirectory(dir, operatorModes, log) ->
  *                            { info: GameInfo (refreshed on rescans), source: ScriptSource,
  *                              onChange(listener: (info: GameInfo) => void): () => void, close() }
@@ -88,9 +88,9 @@ export class GameLoadError extends Error {
 }
 
 /**
- * Per-callback limits (decision 4 and the ceilings of the reference's
- * per-callback table): an instruction count, a wall-clock deadline and a
- * heap growth bound; whichever is reached first stops the call.
+ * Per-callback limits (docs/decisions/0021 gives the defaults and their
+ * ceilings): an instruction count, a wall-clock deadline and a heap growth
+ * bound; whichever is reached first stops the call.
  */
 export interface Budgets {
   /** Instructions for `init`, `tick` and script (re)evaluation. Default 1,000,000. */
@@ -258,5 +258,5 @@ export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000, heav
 /** Upper bounds for the operator's deadlines (the reference's per-callback ceilings). */
 export const DEADLINE_CEILINGS_MS = { heavy: 500, light: 200 } as const;
 
-/** Serialised state or view above this ends the match with `state_too_large` (decision 4). */
+/** Serialised state or view above this ends the match with `state_too_large`. */
 export const STATE_LIMIT_BYTES = 1024 * 1024;

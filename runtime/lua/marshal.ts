@@ -1,5 +1,5 @@
 /**
- * The one marshalling layer between Lua values and JSON (decision 10):
+ * The one marshalling layer between Lua values and JSON:
  *  - JS -> Lua: `null` becomes an absent key (a hole in an array); arrays
  *    become 1-based sequences; integral numbers become Lua integers (fengari's
  *    are 32-bit: larger integral numbers become floats).
@@ -291,7 +291,7 @@ function tableText(t: Table, depth: number): string {
   }
 
   // Mixed keys: a JS object gives exactly JSON.stringify's key order and
-  // collisions (1 and "1", "__proto__"), as decision 10 was first written.
+  // collisions (1 and "1", "__proto__").
   const fields: Record<string, string> = {};
   for (let e = t.f; e !== undefined; e = e.n) {
     const k = e.key;

@@ -298,7 +298,7 @@ export class MatchVm implements MatchRuntime {
     lua.lua_settop(L, 0);
   }
 
-  /** A callback that must return the new state (decision 7: nothing or nil is a failed call). */
+  /** A callback that must return the new state (nothing or nil is a failed call). */
   private stateCall(callback: Callback, nargs: number, budget: number, ms: number): CallResult {
     const L = this.L;
     const out: Outcome = this.sandbox.call(nargs, budget, ms);

@@ -109,7 +109,7 @@ export interface SandboxOptions {
   source: ScriptSource;
   /** Directory (relative to the game directory, '' for its root) that `require` resolves against. */
   baseDir: string;
-  /** Bytes a call may grow the heap by (decision 4's heap bound); DEFAULT_BUDGETS.heapBytes when absent. */
+  /** Bytes a call may grow the heap by (the per-callback heap bound); DEFAULT_BUDGETS.heapBytes when absent. */
   heapBudget?: number;
 }
 
