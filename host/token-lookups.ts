@@ -41,9 +41,10 @@ export class TokenLookups {
     if (this.#pending.size === 0) return;
     const batch = this.#pending;
     this.#pending = new Map();
-    // The earliest clock of the batch: a token that expired for one waiter is not revived for another.
-    let now = Infinity;
-    for (const waiting of batch.values()) for (const w of waiting) now = Math.min(now, w.now);
+    // The latest clock of the batch (one event-loop turn): no waiter is
+    // answered with a token that had already expired by its own clock.
+    let now = -Infinity;
+    for (const waiting of batch.values()) for (const w of waiting) now = Math.max(now, w.now);
     findAccessTokens(this.db, [...batch.keys()], now).then(
       (found) => {
         for (const [hash, waiting] of batch) for (const w of waiting) w.resolve(found.get(hash) ?? null);
