@@ -1,51 +1,46 @@
-import { getMatchRecord, listMatchRecords, type LiveMatchFilter } from '../runtime/matches';
-import { json, requirePlayer, type Route } from './http';
-import { pageOf, queryParam } from './pagination';
+import { getMatchRecord, listMatchRecords } from '../runtime/matches';
+import { LiveMatchQuery, MatchList, MatchRecord, MatchRecordId, MatchRecordList, MatchRecordQuery } from '../runtime/schemas/matches';
+import { route, type Route } from './contract';
 
 /**
  * Match history and live matches. No roster is
  * ever returned here; joining happens over the WebSocket.
  */
 export const matchRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
     path: '/api/v1/matches',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      const mode = queryParam(request.query, 'mode');
-      const status = queryParam(request.query, 'status');
-      const matches = await listMatchRecords(ctx.db, {
-        ...(mode !== null ? { mode } : {}),
-        ...(status !== null ? { status } : {}),
-        ...pageOf(request.query),
-      });
-      return json({ matches });
-    },
-  },
-  {
+    summary: 'Finished match records, newest first',
+    tag: 'matches',
+    auth: 'player',
+    rate: 'api',
+    query: MatchRecordQuery,
+    response: MatchRecordList,
+    errors: [],
+    handle: async ({ ctx, query }) => ({ matches: await listMatchRecords(ctx.db, query) }),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/matches/live',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      const q = request.query;
-      // Boolean filters count only when spelled exactly (`true`, or `false`
-      // where it narrows); any other value is ignored, not rejected.
-      const filter: LiveMatchFilter = {};
-      const mode = queryParam(q, 'mode');
-      if (mode !== null) filter.mode = mode;
-      if (queryParam(q, 'has_capacity') === 'true') filter.hasCapacity = true;
-      const joinable = queryParam(q, 'joinable');
-      if (joinable === 'true' || joinable === 'false') filter.joinable = joinable === 'true';
-      return json({ matches: ctx.live.matches.list(filter) });
-    },
-  },
-  {
+    summary: 'Live matches of listed modes on this node',
+    tag: 'matches',
+    auth: 'player',
+    rate: 'api',
+    query: LiveMatchQuery,
+    response: MatchList,
+    errors: [],
+    handle: async ({ ctx, query }) => ({ matches: ctx.live.matches.list(query) }),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/matches/:id',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      return json(await getMatchRecord(ctx.db, request.params.id!));
-    },
-  },
+    summary: 'One finished match record',
+    tag: 'matches',
+    auth: 'player',
+    rate: 'api',
+    params: MatchRecordId,
+    response: MatchRecord,
+    errors: ['match.not_found'],
+    handle: ({ ctx, params }) => getMatchRecord(ctx.db, params.id),
+  }),
 ];
-

@@ -1,7 +1,7 @@
+import { z } from 'zod';
 import { ApiError } from '../runtime/errors';
-import { isPlainObject } from '../runtime/frames';
-import { readJsonObject } from './body';
-import { decodedParam, json, requirePlayer, type Route } from './http';
+import { RpcHttpAnswer, RpcHttpCall, rpcParams } from '../runtime/schemas/rpc';
+import { Answer, route, type Route } from './contract';
 
 /**
  * `rpc.call` over HTTP: the same dispatcher as the socket,
@@ -9,22 +9,27 @@ import { decodedParam, json, requirePlayer, type Route } from './http';
  * carries the error object at the top level, as every failure does.
  */
 export const rpcRoutes: Route[] = [
-  {
+  route({
     method: 'POST',
     path: '/api/v1/rpc/:method',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const body = await readJsonObject(request);
+    summary: 'Call a server method',
+    tag: 'rpc',
+    auth: 'player',
+    rate: 'api',
+    params: z.object({ method: z.string().meta({ description: '`<namespace>.<name>`' }) }),
+    body: RpcHttpCall,
+    response: RpcHttpAnswer,
+    // Beyond these, any code a method declares for itself.
+    errors: ['rpc.unknown_method', 'rpc.invalid_params', 'validation_failed', 'datagram_unavailable'],
+    handle: async ({ ctx, player, params, body }) => {
       try {
-        const method = decodedParam(request, 'method');
-        if (!isPlainObject(body.params)) throw new ApiError('rpc.invalid_params', 'params must be an object.');
-        const result = await ctx.live.rpc.call(method, body.params, { playerId });
-        return json({ type: 'rpc.ok', payload: { result } });
+        const result = await ctx.live.rpc.call(params.method, rpcParams(body.params), { playerId: player.playerId });
+        return { type: 'rpc.ok' as const, payload: { result } };
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         const error = { code: err.code, message: err.message, details: err.details };
-        return json({ type: 'rpc.error', payload: { error }, error }, err.status);
+        return new Answer({ type: 'rpc.error' as const, payload: { error }, error }, err.status);
       }
     },
-  },
+  }),
 ];

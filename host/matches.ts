@@ -1,7 +1,19 @@
 import type { Ctx } from '../runtime/context';
-import { byteLength, checkJoinCtx, FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
+import { FrameError } from '../runtime/frames';
 import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../runtime/lua/api';
-import { recordFinishedMatch, type LiveMatches, type LiveMatchFilter, type LiveMatchStatus, type MatchListing } from '../runtime/matches';
+import { recordFinishedMatch, type LiveMatches } from '../runtime/matches';
+import {
+  matchFindOrCreate,
+  matchInput,
+  matchJoin,
+  matchLeave,
+  matchList,
+  type LiveMatchFilter,
+  type LiveMatchStatus,
+  type MatchFindOrCreate,
+  type MatchJoin,
+  type MatchListing,
+} from '../runtime/schemas/matches';
 import type { LaneEvent } from './realtime/match/protocol';
 import { TICK_MS } from './realtime/match/runner';
 import type { ScriptPool } from './realtime/match/pool';
@@ -371,7 +383,7 @@ export class MatchHost implements LiveMatches {
     for (const m of this.#matches.values()) {
       if (!m.started || !m.mode.listed || (m.status !== 'waiting' && m.status !== 'running')) continue;
       if (filter.mode !== undefined && m.mode.name !== filter.mode) continue;
-      if (filter.hasCapacity && m.roster.size >= m.mode.max_players) continue;
+      if (filter.has_capacity && m.roster.size >= m.mode.max_players) continue;
       if (filter.joinable !== undefined && m.joinable !== filter.joinable) continue;
       out.push(this.#listing(m));
     }
@@ -380,17 +392,14 @@ export class MatchHost implements LiveMatches {
 
   /** Serves the `match.*` client frames. */
   attach(gateway: Gateway): void {
-    gateway.route('match.list', { auth: true, handle: (_s, f) => this.#listFrame(f) });
-    gateway.route('match.join', { auth: true, handle: (s, f) => this.#joinFrame(s, f) });
-    gateway.route('match.find_or_create', { auth: true, handle: (s, f) => this.#findOrCreateFrame(s, f) });
-    gateway.route('match.leave', {
-      auth: true,
-      handle: (s) => {
-        this.leave(s.playerId!);
-        return { type: 'match.left', payload: { success: true } };
-      },
+    gateway.route(matchList, (_s, filter) => ({ type: 'match.list', payload: { matches: this.list(filter) } }));
+    gateway.route(matchJoin, (s, p) => this.#joinFrame(s, p));
+    gateway.route(matchFindOrCreate, (s, p) => this.#findOrCreateFrame(s, p));
+    gateway.route(matchLeave, (s) => {
+      this.leave(s.playerId!);
+      return { type: 'match.left', payload: { success: true } };
     });
-    gateway.route('match.input', { auth: true, handle: (s, f) => this.#inputFrame(s, f) });
+    gateway.route(matchInput, (s, input) => this.#inputFrame(s, input));
   }
 
   close(): void {
@@ -446,48 +455,19 @@ export class MatchHost implements LiveMatches {
 
   // ---- frames -------------------------------------------------------------
 
-  #listFrame(frame: ClientFrame): Reply {
-    const p = frame.payload;
-    if (!isPlainObject(p)) throw new FrameError('unknown_type');
-    const filter: LiveMatchFilter = {};
-    if ('mode' in p) {
-      if (typeof p.mode !== 'string') throw new FrameError('invalid_mode_filter');
-      // Decisions table: a mode filter over 64 bytes is ignored, as for worlds.
-      if (byteLength(p.mode) <= 64) filter.mode = p.mode;
-    }
-    if ('has_capacity' in p) {
-      if (typeof p.has_capacity !== 'boolean') throw new FrameError('invalid_has_capacity_filter');
-      filter.hasCapacity = p.has_capacity;
-    }
-    if ('joinable' in p) {
-      if (typeof p.joinable !== 'boolean') throw new FrameError('invalid_joinable_filter');
-      filter.joinable = p.joinable;
-    }
-    return { type: 'match.list', payload: { matches: this.list(filter) } };
-  }
-
-  async #joinFrame(session: Session, frame: ClientFrame): Promise<Reply> {
-    const p = frame.payload;
-    if (!frame.hasPayload || (isPlainObject(p) && !('match_id' in p))) throw new FrameError('unknown_type');
-    if (!isPlainObject(p)) throw new FrameError('invalid_payload');
+  async #joinFrame(session: Session, { match_id, ctx }: MatchJoin): Promise<Reply> {
     const playerId = session.playerId!;
     // A lookup miss answers before the join bucket is touched.
-    const match = typeof p.match_id === 'string' ? this.#matches.get(p.match_id) : undefined;
+    const match = this.#matches.get(match_id);
     if (!match || !match.started) throw new FrameError('match_not_found');
     this.#spendJoin(playerId);
-    const joinCtx = 'ctx' in p ? checkJoinCtx(p.ctx) : {};
-    return { type: 'match.joined', payload: await this.joinInto(match, playerId, joinCtx) };
+    return { type: 'match.joined', payload: await this.joinInto(match, playerId, ctx) };
   }
 
-  async #findOrCreateFrame(session: Session, frame: ClientFrame): Promise<Reply> {
-    const p = frame.payload;
-    if (!frame.hasPayload || (isPlainObject(p) && !('mode' in p))) throw new FrameError('unknown_type');
-    if (!isPlainObject(p)) throw new FrameError('invalid_payload');
+  async #findOrCreateFrame(session: Session, { mode: modeName, ctx: joinCtx }: MatchFindOrCreate): Promise<Reply> {
     const playerId = session.playerId!;
     this.#spendJoin(playerId);
-    const joinCtx = 'ctx' in p ? checkJoinCtx(p.ctx) : {};
-    if (typeof p.mode !== 'string') throw new FrameError('unknown_request');
-    const mode = this.mode(p.mode);
+    const mode = this.mode(modeName);
     if (!mode) throw new FrameError('not_found');
     if (mode.kind !== 'match') throw new FrameError('wrong_mode_type');
     if (!mode.quick_play) throw new FrameError('quick_play_disabled');
@@ -512,10 +492,7 @@ export class MatchHost implements LiveMatches {
     }
   }
 
-  #inputFrame(session: Session, frame: ClientFrame): null {
-    // Not among the frames that work without a payload: without one it is an unknown type.
-    if (!frame.hasPayload) throw new FrameError('unknown_type');
-    const input = unwrapInput(frame.payload);
+  #inputFrame(session: Session, input: JsonObject): null {
     const match = this.#byPlayer.get(session.playerId!);
     if (!match || match.status === 'finished') {
       throw new FrameError('not_in_match', { frameType: 'match.input', echoCid: false });
@@ -613,28 +590,4 @@ export class MatchHost implements LiveMatches {
   #info(m: LiveMatch): JoinedInfo {
     return { ...this.#listing(m), players: [...m.roster], listed: m.mode.listed };
   }
-}
-
-/**
- * The payload is the input; a payload whose only key is
- * `data` holding an object, or a JSON string of one, is unwrapped.
- */
-function unwrapInput(payload: unknown): JsonObject {
-  if (!isPlainObject(payload)) throw new FrameError('invalid_payload');
-  const keys = Object.keys(payload);
-  if (keys.length === 1 && keys[0] === 'data') {
-    const data = payload.data;
-    if (isPlainObject(data)) return data as JsonObject;
-    if (typeof data === 'string') {
-      let decoded: unknown;
-      try {
-        decoded = JSON.parse(data);
-      } catch {
-        throw new FrameError('invalid_payload');
-      }
-      if (!isPlainObject(decoded)) throw new FrameError('invalid_payload');
-      return decoded as JsonObject;
-    }
-  }
-  return payload as JsonObject;
 }

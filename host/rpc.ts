@@ -2,6 +2,7 @@ import { databaseFault, databaseFaultError } from '../runtime/database';
 import type { Ctx, RpcDispatcher } from '../runtime/context';
 import { ApiError, type ErrorCode } from '../runtime/errors';
 import { isPlainObject, rpcErrorFrame, type ClientFrame } from '../runtime/frames';
+import { rpcCall, rpcParams } from '../runtime/schemas/rpc';
 import type { Session } from './sessions';
 import type { Gateway, Reply } from './ws';
 
@@ -98,10 +99,11 @@ export class RpcRegistry implements RpcDispatcher {
 
   /** Serves `rpc.call` on the gateway; the socket's player is the caller. */
   attach(gateway: Gateway): void {
-    gateway.route('rpc.call', { auth: false, handle: (session, frame) => this.#frame(session, frame) });
+    gateway.route(rpcCall, (session, payload, frame) => this.#frame(session, payload, frame));
   }
 
-  async #frame(session: Session, frame: ClientFrame): Promise<Reply> {
+  /** The checks in the protocol's order, each failure an `rpc.error` (the contract takes the payload as sent). */
+  async #frame(session: Session, payload: unknown, frame: ClientFrame): Promise<Reply> {
     const fail = (err: ApiError, echo = true): Reply => {
       const f = rpcErrorFrame(null, err);
       return { type: f.type, payload: f.payload, echoCid: echo };
@@ -109,13 +111,11 @@ export class RpcRegistry implements RpcDispatcher {
     if (!validCid(frame.cid)) return fail(new ApiError('rpc.invalid_cid', 'An rpc.call needs a cid of 1-64 printable ASCII bytes.'), false);
     if (session.playerId === null) return fail(new ApiError('unauthenticated'));
     if (!this.ctx.readiness.ready()) return fail(new ApiError('not_ready'));
-    const payload = frame.hasPayload ? frame.payload : {};
     if (!isPlainObject(payload)) return fail(new ApiError('invalid_payload'));
     if (payload.protocol !== 1) return fail(new ApiError('rpc.unsupported_protocol', 'Only protocol 1 is supported.', { supported: [1] }));
     if (typeof payload.method !== 'string') return fail(new ApiError('rpc.unknown_method', 'No extension serves that method.'));
-    if (!isPlainObject(payload.params)) return fail(new ApiError('rpc.invalid_params', 'params must be an object.'));
     try {
-      const result = await this.call(payload.method, payload.params, { playerId: session.playerId });
+      const result = await this.call(payload.method, rpcParams(payload.params), { playerId: session.playerId });
       return { type: 'rpc.ok', payload: { result } };
     } catch (err) {
       return fail(err instanceof ApiError ? err : new ApiError('internal'));

@@ -194,23 +194,3 @@ export function byteLength(s: string): number {
   // eslint-disable-next-line no-control-regex
   return /^[\x00-\x7f]*$/.test(s) ? s.length : encoder.encode(s).byteLength;
 }
-
-/**
- * A join context is a flat object of at most 8 keys
- * (≤ 64 bytes each) whose values are strings ≤ 256 bytes, integers or booleans.
- */
-export function checkJoinCtx(ctx: unknown): Record<string, string | number | boolean> {
-  if (!isPlainObject(ctx)) throw new FrameError('invalid_join_ctx');
-  const keys = Object.keys(ctx);
-  if (keys.length > 8) throw new FrameError('join_ctx_too_many_keys');
-  for (const key of keys) {
-    if (byteLength(key) > 64) throw new FrameError('join_ctx_key_too_long');
-    const v = ctx[key];
-    if (typeof v === 'string') {
-      if (byteLength(v) > 256) throw new FrameError('join_ctx_value_too_long');
-    } else if (!(typeof v === 'boolean' || (typeof v === 'number' && Number.isInteger(v)))) {
-      throw new FrameError('invalid_join_ctx_value');
-    }
-  }
-  return ctx as Record<string, string | number | boolean>;
-}

@@ -1,25 +1,14 @@
 import type { Db } from './database';
 import { isoSeconds, jsonb } from './database';
 import { ApiError } from './errors';
-import { isUuid } from './ids';
-import { newestFirst, type Page } from './pages';
+import { newestFirst } from './pages';
+import type { LiveMatchFilter, MatchListing, MatchRecord, MatchRecordQuery } from './schemas/matches';
 
 /**
  * Matches as the handler library sees them: the finished-match records in the
  * database and the shapes of the node's live match
  * and matchmaker state, which the host serves behind `ctx.live`.
  */
-
-/** Public record projection; the roster (`players`) and `metadata` are withheld. */
-export interface MatchRecord {
-  id: string;
-  mode: string | null;
-  status: string;
-  result: Record<string, unknown>;
-  started_at: string | null;
-  finished_at: string | null;
-  inserted_at: string | null;
-}
 
 export interface NewMatchRecord {
   id: string;
@@ -65,11 +54,6 @@ export async function recordFinishedMatch(db: Db, record: NewMatchRecord): Promi
   });
 }
 
-export interface MatchRecordQuery extends Page {
-  mode?: string;
-  status?: string;
-}
-
 export async function listMatchRecords(db: Db, q: MatchRecordQuery): Promise<MatchRecord[]> {
   let query = db.selectFrom('match_records').select(['id', 'mode', 'status', 'result', 'started_at', 'finished_at', 'inserted_at']);
   if (q.mode !== undefined) query = query.where('mode', '=', q.mode);
@@ -79,8 +63,8 @@ export async function listMatchRecords(db: Db, q: MatchRecordQuery): Promise<Mat
   return rows.map(project);
 }
 
+/** The id's form was checked by the route; a well-formed id may still name nothing. */
 export async function getMatchRecord(db: Db, id: string): Promise<MatchRecord> {
-  if (!isUuid(id)) throw new ApiError('match.not_found', 'No such match record.');
   const row = await db
     .selectFrom('match_records')
     .select(['id', 'mode', 'status', 'result', 'started_at', 'finished_at', 'inserted_at'])
@@ -106,31 +90,11 @@ function project(row: {
     result: row.result ?? {},
     started_at: isoSeconds(row.started_at),
     finished_at: isoSeconds(row.finished_at),
-    inserted_at: isoSeconds(row.inserted_at),
+    inserted_at: isoSeconds(row.inserted_at)!,
   };
 }
 
 // ---- live state (served by the host) -------------------------------------
-
-export type LiveMatchStatus = 'waiting' | 'running' | 'paused' | 'finished';
-
-/** A live match in a listing, on the socket and over REST alike: no roster, no `listed`. */
-export interface MatchListing {
-  match_id: string;
-  mode: string | null;
-  status: LiveMatchStatus;
-  player_count: number;
-  max_players: number;
-  joinable: boolean;
-}
-
-export interface LiveMatchFilter {
-  mode?: string;
-  /** true keeps matches with room; false or absent: no filter. */
-  hasCapacity?: boolean;
-  /** true or false are both real filters. */
-  joinable?: boolean;
-}
 
 export interface LiveMatches {
   /** Listed modes only, `waiting` and `running` only. */

@@ -81,7 +81,7 @@ describe('match callbacks', () => {
     expect(c.tick().finished).toBeNull();
   });
 
-  it('malformed returns keep the previous state (decision 7) and a non-table view sends {}', () => {
+  it('malformed returns keep the previous state and a non-table view sends {}', () => {
     const { vm } = vmOf(`
       function init() return { n = 1 } end
       function join(id, state) return state end
@@ -96,7 +96,7 @@ describe('match callbacks', () => {
     const r = vm.tick();
     expect(r.inputFailures).toBe(1);
     expect(r.tick).toMatchObject({ ok: false, kind: 'malformed' });
-    // In-place mutation by the failed call stays (no snapshots, decision 2); the state reference is kept.
+    // In-place mutation by the failed call stays (no snapshots); the state reference is kept.
     expect(JSON.parse(vm.viewJson('a'))).toEqual({ n: 101 });
     expect(vm.leave('a')).toMatchObject({ ok: false, kind: 'malformed' });
   });

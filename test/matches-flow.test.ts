@@ -176,7 +176,7 @@ describe('match.input and match.leave', () => {
       const f = await socket.request('match.input', payload);
       expectErrorFrame(f, 'invalid_payload', 'invalid_payload');
     }
-    // Wire-protocol 2.4: a type that needs a payload, sent without one, is unknown_type.
+    // A type that needs a payload, sent without one, is unknown_type.
     expectErrorFrame(await socket.request('match.input'), 'unknown_type', 'unknown_type');
     // match.leave is always a success, in a match or not.
     expect((await socket.request('match.leave')).payload).toEqual({ success: true });
