@@ -14,133 +14,212 @@ import {
   searchGroups,
   updateGroup,
 } from '../runtime/groups';
-import { readJsonObject } from './body';
-import { json, requirePlayer, type Route } from './http';
-import { pageOf, queryParam } from './pagination';
+import { pageQuery, Success } from '../runtime/schemas/common';
+import {
+  Group,
+  GroupCreate,
+  GroupList,
+  GroupMember,
+  GroupPath,
+  GroupRequest,
+  GroupRequestPath,
+  GroupSearch,
+  GroupUpdate,
+  Invite,
+  JoinOutcome,
+  ManagedGroupPath,
+  MemberList,
+  MemberPath,
+  RequestList,
+  RoleChange,
+} from '../runtime/schemas/social';
+import { route, type Route } from './contract';
+
+const ListPage = pageQuery();
 
 /** Groups, plus join requests and invitations for closed groups. */
-
 export const groupRoutes: Route[] = [
-  {
+  route({
     method: 'POST',
     path: '/api/v1/groups',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await createGroup(ctx, playerId, await readJsonObject(request)));
-    },
-  },
-  {
+    summary: 'Create a group; the caller becomes its owner',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    body: GroupCreate,
+    response: Group,
+    errors: [],
+    handle: ({ ctx, player, body }) => createGroup(ctx, player.playerId, body),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/groups',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      const open = queryParam(request.query, 'open');
-      const search = { q: queryParam(request.query, 'q'), open: open === 'true' ? true : open === 'false' ? false : null };
-      return json({ groups: await searchGroups(ctx.db, search, pageOf(request.query)) });
-    },
-  },
-  {
+    summary: 'Find groups by part of the name, newest first',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    query: GroupSearch,
+    response: GroupList,
+    errors: [],
+    handle: async ({ ctx, query }) => ({ groups: await searchGroups(ctx.db, query) }),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/groups/:id',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      return json(await getGroup(ctx.db, request.params.id!));
-    },
-  },
-  {
+    summary: 'One group',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: GroupPath,
+    response: Group,
+    errors: ['social.group_not_found'],
+    handle: ({ ctx, params }) => getGroup(ctx.db, params.id),
+  }),
+  route({
     method: 'PUT',
     path: '/api/v1/groups/:id',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await updateGroup(ctx, playerId, request.params.id!, await readJsonObject(request)));
-    },
-  },
-  {
+    summary: "Change a group's name, description, size or openness (admins and the owner)",
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: ManagedGroupPath,
+    body: GroupUpdate,
+    response: Group,
+    errors: ['forbidden', 'social.group_not_found'],
+    handle: ({ ctx, player, params, body }) => updateGroup(ctx, player.playerId, params.id, body),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/groups/:id/join',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await joinGroup(ctx, playerId, request.params.id!));
-    },
-  },
-  {
+    summary: 'Join an open group, or a closed one that invited the caller',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: GroupPath,
+    response: JoinOutcome,
+    errors: ['social.group_not_found', 'social.already_member', 'social.group_closed', 'social.group_full'],
+    handle: ({ ctx, player, params }) => joinGroup(ctx, player.playerId, params.id),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/groups/:id/requests',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await requestToJoin(ctx, playerId, request.params.id!));
-    },
-  },
-  {
+    summary: 'Ask to join a closed group (an open one, or an invitation, joins at once)',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: GroupPath,
+    response: JoinOutcome,
+    errors: ['social.group_not_found', 'social.already_member', 'social.group_full'],
+    handle: ({ ctx, player, params }) => requestToJoin(ctx, player.playerId, params.id),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/groups/:id/leave',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const id = request.params.id!;
-      if (await leaveGroup(ctx, playerId, id)) ctx.live.chat.evict(playerId, `room:${id}`);
-      return json({ success: true });
+    summary: 'Leave a group, withdraw a request or decline an invitation; always succeeds',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: ManagedGroupPath,
+    response: Success,
+    errors: [],
+    handle: async ({ ctx, player, params }) => {
+      if (await leaveGroup(ctx, player.playerId, params.id)) ctx.live.chat.evict(player.playerId, `room:${params.id}`);
+      return { success: true as const };
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/groups/:id/members',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      return json({ members: await listMembers(ctx.db, request.params.id!, pageOf(request.query)) });
-    },
-  },
-  {
+    summary: "A group's members, newest first; an unknown group lists nobody",
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: ManagedGroupPath,
+    query: ListPage,
+    response: MemberList,
+    errors: [],
+    handle: async ({ ctx, params, query }) => ({ members: await listMembers(ctx.db, params.id, query) }),
+  }),
+  route({
     method: 'PUT',
     path: '/api/v1/groups/:id/members/:player_id/role',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const body = await readJsonObject(request);
-      return json(await changeRole(ctx, playerId, request.params.id!, request.params.player_id!, body.role));
-    },
-  },
-  {
+    summary: "Change a member's role, or hand over ownership",
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: MemberPath,
+    body: RoleChange,
+    response: GroupMember,
+    errors: ['social.member_not_found', 'social.invalid_role', 'forbidden'],
+    handle: ({ ctx, player, params, body }) => changeRole(ctx, player.playerId, params.id, params.player_id, body.role),
+  }),
+  route({
     method: 'DELETE',
     path: '/api/v1/groups/:id/members/:player_id',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const { id, player_id: target } = request.params as { id: string; player_id: string };
-      await kickMember(ctx, playerId, id, target);
+    summary: 'Remove a member ranked below the caller (moderators and up)',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: MemberPath,
+    response: Success,
+    errors: ['social.member_not_found', 'forbidden'],
+    handle: async ({ ctx, player, params: { id, player_id: target } }) => {
+      await kickMember(ctx, player.playerId, id, target);
       ctx.live.chat.evict(target, `room:${id}`);
-      return json({ success: true });
+      return { success: true as const };
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/groups/:id/invites',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const body = await readJsonObject(request);
-      return json(await invitePlayer(ctx, playerId, request.params.id!, body.player_id));
-    },
-  },
-  {
+    summary: 'Invite a player, who may then join a closed group (admins and the owner)',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: ManagedGroupPath,
+    body: Invite,
+    response: GroupRequest,
+    errors: ['forbidden', 'social.group_not_found', 'player.not_found', 'social.already_member'],
+    handle: ({ ctx, player, params, body }) => invitePlayer(ctx, player.playerId, params.id, body.player_id),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/groups/:id/requests',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json({ requests: await listRequests(ctx, playerId, request.params.id!, pageOf(request.query)) });
-    },
-  },
-  {
+    summary: 'Pending join requests and invitations, newest first (admins and the owner)',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: ManagedGroupPath,
+    query: ListPage,
+    response: RequestList,
+    errors: ['forbidden'],
+    handle: async ({ ctx, player, params, query }) => ({ requests: await listRequests(ctx, player.playerId, params.id, query) }),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/groups/:id/requests/:player_id/accept',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await acceptRequest(ctx, playerId, request.params.id!, request.params.player_id!));
-    },
-  },
-  {
+    summary: 'Accept a join request (admins and the owner)',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: GroupRequestPath,
+    response: GroupMember,
+    errors: ['forbidden', 'social.group_not_found', 'social.member_not_found', 'social.group_full'],
+    handle: ({ ctx, player, params }) => acceptRequest(ctx, player.playerId, params.id, params.player_id),
+  }),
+  route({
     method: 'DELETE',
     path: '/api/v1/groups/:id/requests/:player_id',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      await dropRequest(ctx, playerId, request.params.id!, request.params.player_id!);
-      return json({ success: true });
+    summary: 'Reject a join request or withdraw an invitation (admins and the owner)',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: GroupRequestPath,
+    response: Success,
+    errors: ['forbidden', 'social.member_not_found'],
+    handle: async ({ ctx, player, params }) => {
+      await dropRequest(ctx, player.playerId, params.id, params.player_id);
+      return { success: true as const };
     },
-  },
+  }),
 ];

@@ -1,38 +1,47 @@
 import { deleteNotification, listNotifications, markNotificationRead } from '../runtime/notifications';
-import { json, requirePlayer, type Route } from './http';
-import { pageOf, queryParam } from './pagination';
+import { Success } from '../runtime/schemas/common';
+import { Notification, NotificationList, NotificationPath, NotificationQuery } from '../runtime/schemas/notifications';
+import { route, type Route } from './contract';
 
 /** Notifications: the caller's own only; anyone else's answers 403 `forbidden`. */
 export const notificationRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
     path: '/api/v1/notifications',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const read = queryParam(request.query, 'read');
-      const notifications = await listNotifications(ctx.db, playerId, {
-        ...pageOf(request.query),
-        // Only the literal `true` or `false` filters (anything else lists all): `read=false` lists the unread ones.
-        ...(read === 'true' || read === 'false' ? { read: read === 'true' } : {}),
-      });
-      return json({ notifications });
-    },
-  },
-  {
+    summary: "The caller's notifications, newest first",
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    query: NotificationQuery,
+    response: NotificationList,
+    errors: [],
+    handle: async ({ ctx, player, query }) => ({ notifications: await listNotifications(ctx.db, player.playerId, query) }),
+  }),
+  route({
     method: 'PUT',
     path: '/api/v1/notifications/:id/read',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await markNotificationRead(ctx.db, playerId, request.params.id!));
-    },
-  },
-  {
+    summary: 'Mark a notification read',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: NotificationPath,
+    response: Notification,
+    errors: ['notification.not_found', 'forbidden'],
+    handle: ({ ctx, player, params }) => markNotificationRead(ctx.db, player.playerId, params.id),
+  }),
+  route({
     method: 'DELETE',
     path: '/api/v1/notifications/:id',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      await deleteNotification(ctx.db, playerId, request.params.id!);
-      return json({ success: true });
+    summary: 'Delete a notification',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: NotificationPath,
+    response: Success,
+    errors: ['notification.not_found', 'forbidden'],
+    handle: async ({ ctx, player, params }) => {
+      await deleteNotification(ctx.db, player.playerId, params.id);
+      return { success: true as const };
     },
-  },
+  }),
 ];

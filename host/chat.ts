@@ -2,11 +2,11 @@ import {
   CHANNEL_BUFFER,
   CHANNELS_PER_CONNECTION,
   chatPush,
-  contentProblem,
   insertChatMessages,
   mayUseChannel,
   parseChannel,
   stampChatMessage,
+  type Channel,
   type ChatPush,
   type StampedChatMessage,
   type LiveChat,
@@ -14,9 +14,10 @@ import {
 } from '../runtime/chat';
 import type { Ctx } from '../runtime/context';
 import { databaseFault } from '../runtime/database';
-import { ApiError } from '../runtime/errors';
 import { sendDirectMessage } from '../runtime/dm';
-import { FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
+import { FrameError } from '../runtime/frames';
+import { chatJoin, chatLeave, chatSend, type ChatSend } from '../runtime/schemas/chat';
+import { dmSend, type DmSend } from '../runtime/schemas/dm';
 import type { Session } from './sessions';
 import type { Gateway, Reply } from './ws';
 
@@ -59,10 +60,10 @@ export class ChatHost implements LiveChat {
   constructor(private readonly ctx: Ctx) {}
 
   attach(gateway: Gateway): void {
-    gateway.route('chat.join', { auth: true, handle: (s, f) => this.#join(s, f) });
-    gateway.route('chat.leave', { auth: true, handle: (s, f) => this.#leave(s, f) });
-    gateway.route('chat.send', { auth: true, handle: (s, f) => this.#send(s, f) });
-    gateway.route('dm.send', { auth: true, handle: (s, f) => this.#dm(s, f) });
+    gateway.route(chatJoin, (s, { channel_id }) => this.#join(s, channel_id));
+    gateway.route(chatLeave, (s, { channel_id }) => this.#leave(s, channel_id));
+    gateway.route(chatSend, (s, p) => this.#send(s, p));
+    gateway.route(dmSend, (s, p) => this.#dm(s, p));
   }
 
   /** The world host registers its roster here when it starts. */
@@ -122,10 +123,7 @@ export class ChatHost implements LiveChat {
     this.#armIdle(channel);
   }
 
-  async #join(session: Session, frame: ClientFrame): Promise<Reply | null> {
-    const p = requirePayload(frame);
-    const channel = parseChannel(p.channel_id);
-    if (!channel) throw new FrameError('invalid_channel_id', { message: 'channel_id must be 1-256 bytes with a known prefix.' });
+  async #join(session: Session, channel: Channel): Promise<Reply | null> {
     const playerId = session.playerId!;
     if (!(await mayUseChannel(this.ctx, playerId, channel))) {
       throw new FrameError('not_authorized', { message: 'You may not join that channel.', details: { channel_id: channel.id } });
@@ -156,9 +154,7 @@ export class ChatHost implements LiveChat {
     return { type: 'chat.joined', payload: { channel_id: channel.id } };
   }
 
-  #leave(session: Session, frame: ClientFrame): Reply {
-    const id = requirePayload(frame).channel_id;
-    if (typeof id !== 'string') throw new FrameError('unknown_type');
+  #leave(session: Session, id: string): Reply {
     const channel = this.#channels.get(id);
     if (channel && channel.members.has(session)) this.#part(session, channel);
     return { type: 'chat.left', payload: { channel_id: id } };
@@ -180,20 +176,15 @@ export class ChatHost implements LiveChat {
     w.count++;
   }
 
-  async #send(session: Session, frame: ClientFrame): Promise<null> {
-    const p = requirePayload(frame);
-    if (!('channel_id' in p) || !('content' in p) || typeof p.channel_id !== 'string') {
-      throw new FrameError('invalid_payload', { message: 'chat.send needs a string channel_id and content.' });
-    }
-    const problem = contentProblem(p.content);
-    if (problem) throw new FrameError('invalid_payload', { message: `${problem}.`, details: { field: 'content' } });
+  async #send(session: Session, { channel_id, content }: ChatSend): Promise<null> {
     this.#spend(session);
     const playerId = session.playerId!;
-    const channel = parseChannel(p.channel_id);
+    const channel = parseChannel(channel_id);
+    // A malformed id and a channel the sender may not use answer alike.
     if (!channel || !(await mayUseChannel(this.ctx, playerId, channel))) {
-      throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id: p.channel_id } });
+      throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id } });
     }
-    const message = stampChatMessage(this.ctx, { channel, senderId: playerId, content: p.content as string });
+    const message = stampChatMessage(this.ctx, { channel, senderId: playerId, content });
     await this.#persist(message);
     this.deliver(chatPush(message));
     return null;
@@ -237,33 +228,9 @@ export class ChatHost implements LiveChat {
     for (const e of entries) e.done(err);
   }
 
-  async #dm(session: Session, frame: ClientFrame): Promise<Reply> {
-    const p = requirePayload(frame);
-    if (!('recipient_id' in p) || !('content' in p)) {
-      throw new FrameError('invalid_payload', { message: 'dm.send needs recipient_id and content.' });
-    }
-    if (typeof p.recipient_id !== 'string' || typeof p.content !== 'string') {
-      throw new FrameError('invalid_input', { message: 'recipient_id and content must be strings.' });
-    }
+  async #dm(session: Session, payload: DmSend): Promise<Reply> {
     this.#spend(session);
-    try {
-      const sent = await sendDirectMessage(this.ctx, session.playerId!, p.recipient_id, p.content);
-      return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
-    } catch (err) {
-      // REST answers 404 `player.not_found`; the socket's reason table has only `not_found`.
-      if (err instanceof ApiError && err.code === 'player.not_found') throw new FrameError('not_found', { message: err.message });
-      throw err;
-    }
+    const sent = await sendDirectMessage(this.ctx, session.playerId!, payload);
+    return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
   }
-}
-
-/**
- * These frames need a `payload`; without one the frame is
- * `unknown_type` (asobi's dispatch, kept), and one that is not an object is
- * `invalid_payload`.
- */
-function requirePayload(frame: ClientFrame): Record<string, unknown> {
-  if (!frame.hasPayload) throw new FrameError('unknown_type');
-  if (!isPlainObject(frame.payload)) throw new FrameError('invalid_payload', { message: `${frame.type} takes an object payload.` });
-  return frame.payload;
 }

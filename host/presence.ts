@@ -1,7 +1,7 @@
 import type { Ctx } from '../runtime/context';
-import { FrameError, type ClientFrame } from '../runtime/frames';
 import { acceptedFriendIds } from '../runtime/friends';
-import { DEFAULT_STATUS, parsePresenceUpdate, type LivePresence, type Presence } from '../runtime/presence';
+import { DEFAULT_STATUS, type LivePresence, type Presence } from '../runtime/presence';
+import { presenceUpdate, type PresenceUpdate } from '../runtime/schemas/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './ws';
 
@@ -30,7 +30,7 @@ export class PresenceHost implements LivePresence {
   }
 
   attach(gateway: Gateway): void {
-    gateway.route('presence.update', { auth: true, handle: (s, f) => this.#update(s, f) });
+    gateway.route(presenceUpdate, (s, p) => this.#update(s, p));
   }
 
   get(playerId: string): Presence | null {
@@ -44,10 +44,7 @@ export class PresenceHost implements LivePresence {
     return players.size;
   }
 
-  async #update(session: Session, frame: ClientFrame): Promise<Reply> {
-    // `presence.update` needs a payload; without one the frame is `unknown_type`.
-    if (!frame.hasPayload) throw new FrameError('unknown_type');
-    const presence = parsePresenceUpdate(frame.payload);
+  async #update(session: Session, presence: PresenceUpdate): Promise<Reply> {
     const playerId = session.playerId!;
     this.#state.set(playerId, presence);
     await this.#toFriends(playerId, presence);

@@ -6,7 +6,7 @@ import { byteLength, isPlainObject } from './frames';
 import { isGroupMember } from './groups';
 import { newestFirst, type Page } from './pages';
 import type { ChatMessagesTable } from './schema';
-import { isStorableText, UNSTORABLE_TEXT } from './text';
+import type { ChatMessageView } from './schemas/chat';
 
 /**
  * Chat channels: channel ids, the membership rule shared by the socket and
@@ -58,17 +58,6 @@ export interface ChatPush {
   sent_at: number;
 }
 
-/** A persisted message as REST chat history returns it. */
-export interface ChatMessageView {
-  id: string;
-  channel_type: string;
-  channel_id: string;
-  sender_id: string;
-  content: string;
-  metadata: Record<string, unknown>;
-  sent_at: string | null;
-}
-
 /** Who is in which world; the world host implements it. */
 export interface WorldRoster {
   inWorld(playerId: string, worldId: string): boolean;
@@ -94,8 +83,8 @@ const CELL_RE = new RegExp(`^(zone|prox):(${UUID_LOWER}):(-?\\d{1,10}),(-?\\d{1,
 const ROOM_RE = new RegExp(`^room:(${UUID_LOWER})$`);
 
 /** A well-formed channel id, or null (wrong length, unknown prefix, malformed rest). */
-export function parseChannel(id: unknown): Channel | null {
-  if (typeof id !== 'string' || id === '' || byteLength(id) > CHANNEL_ID_MAX_BYTES) return null;
+export function parseChannel(id: string): Channel | null {
+  if (id === '' || byteLength(id) > CHANNEL_ID_MAX_BYTES) return null;
   let m: RegExpExecArray | null;
   if ((m = GLOBAL_RE.exec(id))) return { id, kind: 'global', name: m[1]! };
   if ((m = DM_RE.exec(id))) return m[1]! < m[2]! ? { id, kind: 'dm', players: [m[1]!, m[2]!] } : null;
@@ -138,19 +127,6 @@ export async function mayUseChannel(ctx: Pick<Ctx, 'db' | 'settings' | 'live'>, 
     case 'room':
       return isGroupMember(ctx.db, channel.groupId!, playerId);
   }
-}
-
-/**
- * Content a channel accepts: storable text of at most 2000 bytes. Returns the problem, or null.
- * An empty string is accepted and broadcast; only direct messages refuse it.
- * Frames are checked for storable text at the boundary already; this keeps the rule with the
- * channel for senders that do not come through a frame.
- */
-export function contentProblem(content: unknown): string | null {
-  if (typeof content !== 'string') return 'content must be a string';
-  if (byteLength(content) > CONTENT_MAX_BYTES) return `content must be at most ${CONTENT_MAX_BYTES} bytes`;
-  if (!isStorableText(content)) return `content ${UNSTORABLE_TEXT}`;
-  return null;
 }
 
 export interface NewChatMessage {
@@ -207,6 +183,7 @@ export async function channelHistory(db: Db, channelId: string, page: Page): Pro
 }
 
 export function chatMessageView(row: Selectable<ChatMessagesTable>): ChatMessageView {
+  // `sent_at` is NOT NULL.
   return {
     id: row.id,
     channel_type: row.channel_type,
@@ -214,6 +191,6 @@ export function chatMessageView(row: Selectable<ChatMessagesTable>): ChatMessage
     sender_id: row.sender_id,
     content: row.content,
     metadata: row.metadata ?? {},
-    sent_at: isoSeconds(row.sent_at),
+    sent_at: isoSeconds(row.sent_at)!,
   };
 }

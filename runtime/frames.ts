@@ -70,6 +70,7 @@ const CODE_REASONS: ReadonlyMap<ErrorCode, string> = (() => {
   for (const [reason, code] of Object.entries(REASON_CODES)) if (!m.has(code)) m.set(code, reason);
   m.set('internal', 'internal_error');
   m.set('forbidden', 'not_owner');
+  m.set('player.not_found', 'not_found');
   return m;
 })();
 

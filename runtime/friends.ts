@@ -2,12 +2,12 @@ import type { Selectable, Transaction } from 'kysely';
 import type { Ctx } from './context';
 import { isoSeconds, isUniqueViolation, type Db } from './database';
 import { registerErasable } from './erasure';
-import { ApiError, missingField, validationFailed } from './errors';
-import { isUuid } from './ids';
+import { ApiError } from './errors';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
-import { newestFirst, type Page } from './pages';
+import { newestFirst } from './pages';
 import type { Presence } from './presence';
 import type { Database, FriendshipsTable } from './schema';
+import type { FriendAnswer, FriendListing, FriendQuery, FriendRequest, FriendshipView } from './schemas/social';
 
 /**
  * Friends (where we depart from the first build, see
@@ -32,34 +32,17 @@ registerErasable(
   { table: 'friendships', column: 'friend_id', mode: 'delete' },
 );
 
-export type FriendStatus = 'pending' | 'accepted' | 'blocked';
-
-export interface FriendshipView {
-  id: string;
-  player_id: string;
-  friend_id: string;
-  status: FriendStatus | 'rejected';
-  inserted_at: string | null;
-  updated_at: string | null;
-}
-
-/** A listing row: the friendship plus which way it points and, for accepted friends, their presence. */
-export interface FriendListing extends FriendshipView {
-  direction: 'outgoing' | 'incoming';
-  online: boolean;
-  presence: Presence | null;
-}
-
 type Row = Selectable<FriendshipsTable>;
 
 function view(row: Row, status: FriendshipView['status'] = row.status): FriendshipView {
+  // Both timestamps are NOT NULL.
   return {
     id: row.id,
     player_id: row.player_id,
     friend_id: row.friend_id,
     status,
-    inserted_at: isoSeconds(row.inserted_at),
-    updated_at: isoSeconds(row.updated_at),
+    inserted_at: isoSeconds(row.inserted_at)!,
+    updated_at: isoSeconds(row.updated_at)!,
   };
 }
 
@@ -77,11 +60,13 @@ async function pairRows(db: Db | Transaction<Database>, a: string, b: string): P
   return { mine: rows.find((r) => r.player_id === a), theirs: rows.find((r) => r.player_id === b) };
 }
 
-async function requireOtherPlayer(db: Db | Transaction<Database>, caller: string, other: string): Promise<void> {
+/** `other` is null when the client's id could name no player; yourself comes first, as the more useful answer. */
+async function requireOtherPlayer(db: Db | Transaction<Database>, caller: string, other: string | null): Promise<string> {
   if (other === caller) throw new ApiError('social.cannot_friend_self', 'You cannot befriend yourself.');
-  if (!isUuid(other)) throw new ApiError('social.friend_not_found', 'No such player.');
+  if (other === null) throw new ApiError('social.friend_not_found', 'No such player.');
   const found = await db.selectFrom('players').select('id').where('id', '=', other).executeTakeFirst();
   if (!found) throw new ApiError('social.friend_not_found', 'No such player.');
+  return other;
 }
 
 /** Turns a pending request into the friendship and tells the requester (push after commit). */
@@ -102,14 +87,13 @@ async function accept(trx: Transaction<Database>, ctx: Ctx, request: Row, now: D
 }
 
 /** `POST /friends`. */
-export async function requestFriend(ctx: Ctx, caller: string, friendId: unknown): Promise<FriendshipView> {
-  if (typeof friendId !== 'string') throw missingField('friend_id');
+export async function requestFriend(ctx: Ctx, caller: string, { friend_id: other }: FriendRequest): Promise<FriendshipView> {
   const now = new Date(ctx.clock.now());
   let note: NotificationView | null = null;
   let result: FriendshipView;
   try {
     result = await ctx.db.transaction().execute(async (trx) => {
-      await requireOtherPlayer(trx, caller, friendId);
+      const friendId = await requireOtherPlayer(trx, caller, other);
       const { mine, theirs } = await pairRows(trx, caller, friendId);
       if (mine?.status === 'blocked') throw new ApiError('forbidden', 'You have blocked this player; remove the block first.', { reason: 'blocked' });
       // The blocker stays hidden from the player it blocked.
@@ -142,15 +126,14 @@ export async function requestFriend(ctx: Ctx, caller: string, friendId: unknown)
   return result;
 }
 
-/** `PUT /friends/:friend_id` with `status`: `accepted`, `rejected`, `blocked` (or `pending`, a no-op on a pending request). */
-export async function answerFriend(ctx: Ctx, caller: string, friendId: string, status: unknown): Promise<FriendshipView> {
-  if (typeof status !== 'string') throw missingField('status');
+/**
+ * `PUT /friends/:friend_id` with `status`: `accepted`, `rejected`, `blocked` (or `pending`, a no-op on a pending request).
+ * `friendId` is null when the client's id could name no player.
+ */
+export async function answerFriend(ctx: Ctx, caller: string, friendId: string | null, { status }: FriendAnswer): Promise<FriendshipView> {
   if (status === 'blocked') return block(ctx, caller, friendId);
-  if (status !== 'accepted' && status !== 'rejected' && status !== 'pending') {
-    throw validationFailed('errors', { status: ['must be one of accepted, rejected, blocked, pending'] });
-  }
   const notFound = () => new ApiError('social.friendship_not_found', 'No request from that player.');
-  if (!isUuid(friendId)) throw notFound();
+  if (friendId === null) throw notFound();
   const now = new Date(ctx.clock.now());
   let note: NotificationView | null = null;
   const result = await ctx.db.transaction().execute(async (trx) => {
@@ -181,10 +164,10 @@ export async function answerFriend(ctx: Ctx, caller: string, friendId: string, s
   return result;
 }
 
-async function block(ctx: Ctx, caller: string, target: string): Promise<FriendshipView> {
+async function block(ctx: Ctx, caller: string, other: string | null): Promise<FriendshipView> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction().execute(async (trx) => {
-    await requireOtherPlayer(trx, caller, target);
+    const target = await requireOtherPlayer(trx, caller, other);
     const { mine, theirs } = await pairRows(trx, caller, target);
     // The other side's own block is theirs to lift; anything else between the pair ends here.
     if (theirs && theirs.status !== 'blocked') await trx.deleteFrom('friendships').where('id', '=', theirs.id).execute();
@@ -208,8 +191,6 @@ async function block(ctx: Ctx, caller: string, target: string): Promise<Friendsh
 
 /** `DELETE /friends/:friend_id`. */
 export async function removeFriend(ctx: Ctx, caller: string, friendId: string): Promise<void> {
-  const notFound = () => new ApiError('social.friendship_not_found', 'No relation with that player.');
-  if (!isUuid(friendId)) throw notFound();
   const removed = await ctx.db
     .deleteFrom('friendships')
     .where((eb) =>
@@ -220,16 +201,7 @@ export async function removeFriend(ctx: Ctx, caller: string, friendId: string): 
       ]),
     )
     .executeTakeFirst();
-  if (Number(removed.numDeletedRows) === 0) throw notFound();
-}
-
-/** Which rows a listing holds, from the caller's side. */
-export type FriendDirection = 'outgoing' | 'incoming' | 'all';
-
-export interface FriendQuery extends Page {
-  status?: string;
-  /** `outgoing` (the default, as established clients expect): only rows the caller started. */
-  direction?: FriendDirection;
+  if (Number(removed.numDeletedRows) === 0) throw new ApiError('social.friendship_not_found', 'No relation with that player.');
 }
 
 /**
@@ -250,10 +222,9 @@ export async function listFriends(
     .where((eb) => {
       const outgoing = eb('player_id', '=', caller);
       const incoming = eb.and([eb('friend_id', '=', caller), eb('status', '!=', 'blocked')]);
-      const direction = q.direction ?? 'outgoing';
-      return direction === 'outgoing' ? outgoing : direction === 'incoming' ? incoming : eb.or([outgoing, incoming]);
+      return q.direction === 'outgoing' ? outgoing : q.direction === 'incoming' ? incoming : eb.or([outgoing, incoming]);
     });
-  if (q.status !== undefined) query = query.where('status', '=', q.status as FriendStatus);
+  if (q.status !== undefined) query = query.where('status', '=', q.status as FriendshipsTable['status']);
   const rows = await newestFirst(query, q).execute();
   return rows.map((row) => {
     const outgoing = row.player_id === caller;

@@ -1,14 +1,13 @@
 import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
-import { charLength } from './accounts';
 import type { Ctx } from './context';
 import { isoSeconds, isUniqueViolation, jsonb, type Db } from './database';
 import { registerErasable } from './erasure';
-import { ApiError, missingField, validationFailed } from './errors';
-import { isUuid } from './ids';
+import { ApiError, validationFailed } from './errors';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
 import { newestFirst, type Page } from './pages';
 import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from './schema';
+import type { GroupCreate, GroupMemberView, GroupRequestView, GroupRole, GroupSearch, GroupUpdate, GroupView, JoinOutcome } from './schemas/social';
 
 /**
  * Groups (where we depart from the first build, see
@@ -22,6 +21,9 @@ import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } fro
  * once; a join to a closed group files a request that an admin accepts, and an
  * admin's invitation lets the invited player join a closed group directly.
  * The group's chat channel is `room:<group_id>`.
+ *
+ * A group id given as null is one the client sent that could name no group;
+ * each operation answers it as it answers any group that does not exist.
  */
 
 registerErasable(
@@ -31,41 +33,11 @@ registerErasable(
   { table: 'groups', column: 'creator_id', mode: 'nullify' },
 );
 
-export type GroupRole = GroupMembersTable['role'];
 export const ROLE_RANK: Readonly<Record<GroupRole, number>> = { owner: 100, admin: 75, moderator: 50, member: 0 };
-const isRole = (v: unknown): v is GroupRole => typeof v === 'string' && Object.prototype.hasOwnProperty.call(ROLE_RANK, v);
-
-export interface GroupView {
-  id: string;
-  name: string;
-  description: string | null;
-  max_members: number;
-  open: boolean;
-  creator_id: string | null;
-  metadata: Record<string, unknown>;
-  inserted_at: string | null;
-  updated_at: string | null;
-}
-
-export interface GroupMemberView {
-  id: string;
-  group_id: string;
-  player_id: string;
-  role: GroupRole;
-  joined_at: string | null;
-}
-
-export interface GroupRequestView {
-  id: string;
-  group_id: string;
-  player_id: string;
-  kind: 'request' | 'invite';
-  invited_by: string | null;
-  inserted_at: string | null;
-}
 
 type Conn = Db | Transaction<Database>;
 
+// Timestamps below are NOT NULL columns.
 function groupView(row: Selectable<GroupsTable>): GroupView {
   return {
     id: row.id,
@@ -75,13 +47,13 @@ function groupView(row: Selectable<GroupsTable>): GroupView {
     open: row.open,
     creator_id: row.creator_id,
     metadata: row.metadata ?? {},
-    inserted_at: isoSeconds(row.inserted_at),
-    updated_at: isoSeconds(row.updated_at),
+    inserted_at: isoSeconds(row.inserted_at)!,
+    updated_at: isoSeconds(row.updated_at)!,
   };
 }
 
 function memberView(row: Selectable<GroupMembersTable>): GroupMemberView {
-  return { id: row.id, group_id: row.group_id, player_id: row.player_id, role: row.role, joined_at: isoSeconds(row.joined_at) };
+  return { id: row.id, group_id: row.group_id, player_id: row.player_id, role: row.role, joined_at: isoSeconds(row.joined_at)! };
 }
 
 function requestView(row: Selectable<GroupRequestsTable>): GroupRequestView {
@@ -91,53 +63,25 @@ function requestView(row: Selectable<GroupRequestsTable>): GroupRequestView {
     player_id: row.player_id,
     kind: row.kind,
     invited_by: row.invited_by,
-    inserted_at: isoSeconds(row.inserted_at),
+    inserted_at: isoSeconds(row.inserted_at)!,
   };
 }
 
 const groupNotFound = () => new ApiError('social.group_not_found', 'No such group.');
 const memberNotFound = () => new ApiError('social.member_not_found', 'That player is not a member of the group.');
 
-/** Validated fields of a create or update; `partial` leaves absent keys out. */
-function groupFields(body: Record<string, unknown>, partial: boolean): Partial<Pick<GroupsTable, 'name' | 'description' | 'max_members' | 'open'>> {
-  const problems: Record<string, string[]> = {};
-  const out: Partial<Pick<GroupsTable, 'name' | 'description' | 'max_members' | 'open'>> = {};
-  if (body.name !== undefined || !partial) {
-    if (typeof body.name !== 'string' || charLength(body.name.trim()) < 2 || charLength(body.name) > 64) problems.name = ['must be a string of 2-64 characters'];
-    else out.name = body.name;
-  }
-  if (body.description !== undefined) {
-    if (body.description === null) out.description = null;
-    else if (typeof body.description !== 'string' || charLength(body.description) > 1024) problems.description = ['must be a string of at most 1024 characters or null'];
-    else out.description = body.description;
-  }
-  if (body.max_members !== undefined) {
-    const n = body.max_members;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 100_000) problems.max_members = ['must be an integer from 1 to 100000'];
-    else out.max_members = n;
-  }
-  if (body.open !== undefined) {
-    if (typeof body.open !== 'boolean') problems.open = ['must be a boolean'];
-    else out.open = body.open;
-  }
-  if (Object.keys(problems).length) throw validationFailed('errors', problems);
-  return out;
-}
-
 /** `POST /groups`: the creator becomes the owner in the same transaction. */
-export async function createGroup(ctx: Ctx, caller: string, body: Record<string, unknown>): Promise<GroupView> {
-  if (typeof body.name !== 'string') throw missingField('name');
-  const fields = groupFields(body, false);
+export async function createGroup(ctx: Ctx, caller: string, fields: GroupCreate): Promise<GroupView> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction().execute(async (trx) => {
     const row = await trx
       .insertInto('groups')
       .values({
         id: ctx.ids.uuid(),
-        name: fields.name!,
-        description: fields.description ?? null,
-        max_members: fields.max_members ?? 50,
-        open: fields.open ?? false,
+        name: fields.name,
+        description: fields.description,
+        max_members: fields.max_members,
+        open: fields.open,
         creator_id: caller,
         metadata: jsonb({}),
         inserted_at: now,
@@ -150,35 +94,23 @@ export async function createGroup(ctx: Ctx, caller: string, body: Record<string,
   });
 }
 
-export interface GroupSearch {
-  /** Part of the name, any case; absent lists every group. */
-  q: string | null;
-  /** Only open (true) or only closed (false) groups; null for both. */
-  open: boolean | null;
-}
-
-/** Longest `q` a search takes: a group name is at most 64 characters. */
-const MAX_GROUP_QUERY = 64;
-
 /**
  * `GET /groups?q=`: groups whose name contains `q`, newest first. Our
  * addition (docs/decisions/0015) so a player finds a group by name.
  */
-export async function searchGroups(db: Db, search: GroupSearch, page: Page): Promise<GroupView[]> {
+export async function searchGroups(db: Db, search: GroupSearch): Promise<GroupView[]> {
   let query = db.selectFrom('groups').selectAll();
-  if (search.q !== null && search.q !== '') {
-    if (charLength(search.q) > MAX_GROUP_QUERY) throw validationFailed('errors', { q: [`must be at most ${MAX_GROUP_QUERY} characters`] });
+  if (search.q !== undefined && search.q !== '') {
     // The text is matched literally: % and _ are not wildcards here.
     const literal = search.q.replace(/[\\%_]/g, (c) => `\\${c}`);
     query = query.where('name', 'ilike', `%${literal}%`);
   }
   if (search.open !== null) query = query.where('open', '=', search.open);
-  const rows = await newestFirst(query, page).execute();
+  const rows = await newestFirst(query, search).execute();
   return rows.map(groupView);
 }
 
 export async function getGroup(db: Conn, id: string): Promise<GroupView> {
-  if (!isUuid(id)) throw groupNotFound();
   const row = await db.selectFrom('groups').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) throw groupNotFound();
   return groupView(row);
@@ -191,13 +123,11 @@ async function memberRow(db: Conn, groupId: string, playerId: string, lock = fal
 }
 
 export async function isGroupMember(db: Conn, groupId: string, playerId: string): Promise<boolean> {
-  if (!isUuid(groupId)) return false;
   return (await memberRow(db, groupId, playerId)) !== undefined;
 }
 
 /** Locks the group row so membership counts and role changes serialise per group. */
 async function lockGroup(trx: Transaction<Database>, id: string) {
-  if (!isUuid(id)) throw groupNotFound();
   const row = await trx.selectFrom('groups').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
   if (!row) throw groupNotFound();
   return row;
@@ -213,17 +143,16 @@ async function memberCount(trx: Transaction<Database>, groupId: string): Promise
 }
 
 /** An acting member of at least `minRank`; a non-member (or an unknown group) is `forbidden`. */
-async function requireActor(trx: Transaction<Database>, groupId: string, caller: string, minRank: number) {
-  const actor = isUuid(groupId) ? await memberRow(trx, groupId, caller) : undefined;
+async function requireActor(trx: Transaction<Database>, groupId: string | null, caller: string, minRank: number) {
+  const actor = groupId === null ? undefined : await memberRow(trx, groupId, caller);
   if (!actor || ROLE_RANK[actor.role] < minRank) throw new ApiError('forbidden', 'Your role in this group does not allow that.');
   return actor;
 }
 
 /** `PUT /groups/:id`: admins and the owner. */
-export async function updateGroup(ctx: Ctx, caller: string, id: string, body: Record<string, unknown>): Promise<GroupView> {
-  const fields = groupFields(body, true);
+export async function updateGroup(ctx: Ctx, caller: string, groupId: string | null, fields: GroupUpdate): Promise<GroupView> {
   return ctx.db.transaction().execute(async (trx) => {
-    await requireActor(trx, id, caller, ROLE_RANK.admin);
+    const id = (await requireActor(trx, groupId, caller, ROLE_RANK.admin)).group_id;
     await lockGroup(trx, id);
     // Under the group lock, so no join can slip in between the count and the update.
     if (fields.max_members !== undefined) {
@@ -241,8 +170,6 @@ export async function updateGroup(ctx: Ctx, caller: string, id: string, body: Re
     return groupView(row);
   });
 }
-
-export type JoinOutcome = { success: true; group_id: string; status: 'joined' | 'requested' };
 
 /**
  * `POST /groups/:id/join`. An open group, or a closed one whose admins
@@ -318,8 +245,8 @@ export async function requestToJoin(ctx: Ctx, caller: string, id: string): Promi
  * there is no automatic transfer, and the group stays (its admins still run
  * it; with none left it keeps its members and its chat room).
  */
-export async function leaveGroup(ctx: Ctx, caller: string, id: string): Promise<boolean> {
-  if (!isUuid(id)) return false;
+export async function leaveGroup(ctx: Ctx, caller: string, id: string | null): Promise<boolean> {
+  if (id === null) return false;
   return ctx.db.transaction().execute(async (trx) => {
     const group = await trx.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
     if (!group) return false;
@@ -335,8 +262,8 @@ export async function leaveGroup(ctx: Ctx, caller: string, id: string): Promise<
 }
 
 /** `GET /groups/:id/members`: open to any player; an unknown group lists nobody. Newest members first. */
-export async function listMembers(db: Db, id: string, page: Page): Promise<GroupMemberView[]> {
-  if (!isUuid(id)) return [];
+export async function listMembers(db: Db, id: string | null, page: Page): Promise<GroupMemberView[]> {
+  if (id === null) return [];
   const rows = await newestFirst(db.selectFrom('group_members').selectAll().where('group_id', '=', id), page).execute();
   return rows.map(memberView);
 }
@@ -344,19 +271,17 @@ export async function listMembers(db: Db, id: string, page: Page): Promise<Group
 /** Locks the group, then both memberships; an unknown group or either membership missing is `social.member_not_found`. */
 async function actorAndSubject(trx: Transaction<Database>, id: string, caller: string, target: string) {
   // An unknown group has no members: the answer is the same as for a stranger.
-  const group = isUuid(id) ? await trx.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst() : undefined;
+  const group = await trx.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
   if (!group) throw memberNotFound();
   const actor = await memberRow(trx, id, caller);
   if (!actor) throw memberNotFound();
-  const subject = isUuid(target) ? await memberRow(trx, id, target) : undefined;
+  const subject = await memberRow(trx, id, target);
   if (!subject) throw memberNotFound();
   return { actor, subject };
 }
 
 /** `PUT /groups/:id/members/:player_id/role`: returns the updated member. */
-export async function changeRole(ctx: Ctx, caller: string, id: string, target: string, role: unknown): Promise<GroupMemberView> {
-  if (typeof role !== 'string') throw missingField('role');
-  if (!isRole(role)) throw new ApiError('social.invalid_role', 'role must be owner, admin, moderator or member.', { role });
+export async function changeRole(ctx: Ctx, caller: string, id: string, target: string, role: GroupRole): Promise<GroupMemberView> {
   return ctx.db.transaction().execute(async (trx) => {
     const { actor, subject } = await actorAndSubject(trx, id, caller, target);
     const actorRank = ROLE_RANK[actor.role];
@@ -388,18 +313,17 @@ export async function kickMember(ctx: Ctx, caller: string, id: string, target: s
 }
 
 /** `POST /groups/:id/invites` (admins and the owner): the invited player may then join a closed group. */
-export async function invitePlayer(ctx: Ctx, caller: string, id: string, playerId: unknown): Promise<GroupRequestView> {
-  if (typeof playerId !== 'string') throw missingField('player_id');
+export async function invitePlayer(ctx: Ctx, caller: string, groupId: string | null, invited: string | null): Promise<GroupRequestView> {
   const now = new Date(ctx.clock.now());
   let note: NotificationView | null = null;
   let result: GroupRequestView;
   try {
     result = await ctx.db.transaction().execute(async (trx) => {
-      await requireActor(trx, id, caller, ROLE_RANK.admin);
+      const id = (await requireActor(trx, groupId, caller, ROLE_RANK.admin)).group_id;
       const group = await lockGroup(trx, id);
-      if (!isUuid(playerId) || !(await trx.selectFrom('players').select('id').where('id', '=', playerId).executeTakeFirst())) {
-        throw new ApiError('player.not_found', 'No such player.');
-      }
+      const player = invited === null ? undefined : await trx.selectFrom('players').select('id').where('id', '=', invited).executeTakeFirst();
+      if (!player) throw new ApiError('player.not_found', 'No such player.');
+      const playerId = player.id;
       if (await memberRow(trx, id, playerId)) throw new ApiError('social.already_member', 'That player is already a member.');
       const existing = await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', playerId).executeTakeFirst();
       let row: Selectable<GroupRequestsTable>;
@@ -436,22 +360,22 @@ export async function invitePlayer(ctx: Ctx, caller: string, id: string, playerI
 }
 
 /** `GET /groups/:id/requests` (admins and the owner): pending join requests and invitations, newest first. */
-export async function listRequests(ctx: Ctx, caller: string, id: string, page: Page): Promise<GroupRequestView[]> {
+export async function listRequests(ctx: Ctx, caller: string, groupId: string | null, page: Page): Promise<GroupRequestView[]> {
   return ctx.db.transaction().execute(async (trx) => {
-    await requireActor(trx, id, caller, ROLE_RANK.admin);
+    const id = (await requireActor(trx, groupId, caller, ROLE_RANK.admin)).group_id;
     const rows = await newestFirst(trx.selectFrom('group_requests').selectAll().where('group_id', '=', id), page).execute();
     return rows.map(requestView);
   });
 }
 
-/** `POST /groups/:id/requests/:player_id/accept` (admins and the owner). */
-export async function acceptRequest(ctx: Ctx, caller: string, id: string, playerId: string): Promise<GroupMemberView> {
+/** `POST /groups/:id/requests/:player_id/accept` (admins and the owner); a null player has no request. */
+export async function acceptRequest(ctx: Ctx, caller: string, groupId: string | null, playerId: string | null): Promise<GroupMemberView> {
   const now = new Date(ctx.clock.now());
   let note: NotificationView | null = null;
   const member = await ctx.db.transaction().execute(async (trx) => {
-    await requireActor(trx, id, caller, ROLE_RANK.admin);
+    const id = (await requireActor(trx, groupId, caller, ROLE_RANK.admin)).group_id;
     const group = await lockGroup(trx, id);
-    const request = isUuid(playerId)
+    const request = playerId !== null
       ? await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', playerId).where('kind', '=', 'request').executeTakeFirst()
       : undefined;
     if (!request) throw new ApiError('social.member_not_found', 'That player has no join request waiting.', { reason: 'no_request' });
@@ -459,11 +383,11 @@ export async function acceptRequest(ctx: Ctx, caller: string, id: string, player
     await trx.deleteFrom('group_requests').where('id', '=', request.id).execute();
     const row = await trx
       .insertInto('group_members')
-      .values({ id: ctx.ids.uuid(), group_id: id, player_id: playerId, role: 'member', joined_at: now })
+      .values({ id: ctx.ids.uuid(), group_id: id, player_id: request.player_id, role: 'member', joined_at: now })
       .returningAll()
       .executeTakeFirstOrThrow();
     note = await createNotification(trx, ctx, {
-      playerId,
+      playerId: request.player_id,
       type: 'group_join_accepted',
       subject: `You joined ${group.name}`,
       content: { group_id: id, accepted_by: caller },
@@ -475,10 +399,10 @@ export async function acceptRequest(ctx: Ctx, caller: string, id: string, player
 }
 
 /** `DELETE /groups/:id/requests/:player_id`: an admin rejects a request or withdraws an invitation. */
-export async function dropRequest(ctx: Ctx, caller: string, id: string, playerId: string): Promise<void> {
+export async function dropRequest(ctx: Ctx, caller: string, groupId: string | null, playerId: string | null): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    await requireActor(trx, id, caller, ROLE_RANK.admin);
-    const gone = isUuid(playerId)
+    const id = (await requireActor(trx, groupId, caller, ROLE_RANK.admin)).group_id;
+    const gone = playerId !== null
       ? await trx.deleteFrom('group_requests').where('group_id', '=', id).where('player_id', '=', playerId).executeTakeFirst()
       : { numDeletedRows: 0n };
     if (Number(gone.numDeletedRows) === 0) throw new ApiError('social.member_not_found', 'No request or invitation for that player.', { reason: 'no_request' });

@@ -5,8 +5,11 @@ import { registerErasable } from './erasure';
 import { ApiError, validationFailed } from './errors';
 import { byteLength, isPlainObject } from './frames';
 import { isUuid } from './ids';
-import { newestFirst, type Page } from './pages';
+import { newestFirst } from './pages';
 import type { Database, NotificationsTable } from './schema';
+import type { NotificationQuery, NotificationView } from './schemas/notifications';
+
+export type { NotificationView } from './schemas/notifications';
 
 /**
  * Notifications. Server
@@ -17,16 +20,6 @@ import type { Database, NotificationsTable } from './schema';
  */
 
 registerErasable({ table: 'notifications', column: 'player_id', mode: 'delete' });
-
-export interface NotificationView {
-  id: string;
-  player_id: string;
-  type: string;
-  subject: string;
-  content: Record<string, unknown>;
-  read: boolean;
-  sent_at: string | null;
-}
 
 export interface NewNotification {
   playerId: string;
@@ -41,6 +34,7 @@ const SUBJECT_MAX_CHARS = 255;
 const CONTENT_MAX_BYTES = 16_384;
 
 function view(row: Selectable<NotificationsTable>): NotificationView {
+  // `sent_at` is NOT NULL.
   return {
     id: row.id,
     player_id: row.player_id,
@@ -48,7 +42,7 @@ function view(row: Selectable<NotificationsTable>): NotificationView {
     subject: row.subject,
     content: row.content ?? {},
     read: row.read,
-    sent_at: isoSeconds(row.sent_at),
+    sent_at: isoSeconds(row.sent_at)!,
   };
 }
 
@@ -107,7 +101,7 @@ export function notifyInBackground(ctx: Ctx, n: NewNotification): NotificationVi
     (stored) => void (stored ?? ctx.log.warn('notification_dropped', { player_id: n.playerId, type: n.type, reason: 'player_not_found' })),
     (err) => ctx.log.error('notification_failed', { player_id: n.playerId, type: n.type, error: err }),
   );
-  return { id: checked.id, player_id: n.playerId, type: n.type, subject: n.subject, content, read: false, sent_at: isoSeconds(checked.sentAt) };
+  return { id: checked.id, player_id: n.playerId, type: n.type, subject: n.subject, content, read: false, sent_at: isoSeconds(checked.sentAt)! };
 }
 
 /** Pushes `notification.new` to every live socket of the recipient; offline players read it later. */
@@ -136,28 +130,21 @@ async function storeAndDeliver(ctx: Ctx, n: CheckedNotification): Promise<Notifi
   return stored;
 }
 
-export interface NotificationQuery extends Page {
-  read?: boolean;
-}
-
 /** The caller's notifications, newest first. */
 export async function listNotifications(db: Db, playerId: string, q: NotificationQuery): Promise<NotificationView[]> {
   let query = db.selectFrom('notifications').selectAll().where('player_id', '=', playerId);
-  if (q.read !== undefined) query = query.where('read', '=', q.read);
+  if (q.read !== null) query = query.where('read', '=', q.read);
   const rows = await newestFirst(query, q).execute();
   return rows.map(view);
 }
 
-const notFound = () => new ApiError('notification.not_found', 'No such notification.');
-
 /** After a write matched nothing: someone else's notification is 403 `forbidden`, a missing one 404. */
 async function refusal(db: Db, id: string): Promise<ApiError> {
   const other = await db.selectFrom('notifications').select('id').where('id', '=', id).executeTakeFirst();
-  return other ? new ApiError('forbidden', 'That notification belongs to another player.') : notFound();
+  return other ? new ApiError('forbidden', 'That notification belongs to another player.') : new ApiError('notification.not_found', 'No such notification.');
 }
 
 export async function markNotificationRead(db: Db, playerId: string, id: string): Promise<NotificationView> {
-  if (!isUuid(id)) throw notFound();
   const row = await db
     .updateTable('notifications')
     .set({ read: true })
@@ -170,7 +157,6 @@ export async function markNotificationRead(db: Db, playerId: string, id: string)
 }
 
 export async function deleteNotification(db: Db, playerId: string, id: string): Promise<void> {
-  if (!isUuid(id)) throw notFound();
   const gone = await db.deleteFrom('notifications').where('id', '=', id).where('player_id', '=', playerId).executeTakeFirst();
   if (Number(gone.numDeletedRows) === 0) throw await refusal(db, id);
 }
