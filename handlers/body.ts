@@ -1,4 +1,4 @@
-import { ApiError, missingField, validationFailed } from '../runtime/errors';
+import { ApiError, validationFailed } from '../runtime/errors';
 import { textProblem, textProblemMessage } from '../runtime/text';
 import type { RequestLike } from './http';
 
@@ -13,7 +13,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  * `validation_failed` naming the top-level field). An absent body reads as
  * `undefined`.
  */
-export async function readJson(request: RequestLike): Promise<unknown> {
+export async function readJson(request: RequestLike, legacy: 'fields' | 'errors'): Promise<unknown> {
   const length = request.headers.get('content-length');
   if (length === null) {
     if (request.body === null || request.headers.get('transfer-encoding') === null) return undefined;
@@ -45,22 +45,9 @@ export async function readJson(request: RequestLike): Promise<unknown> {
   if (problem) {
     // The field a client would fix is the top-level key; a root that is not an object is the empty name (as in a JSON Pointer).
     const field = problem.under !== undefined && !Array.isArray(value) ? String(problem.under) : '';
-    throw validationFailed(legacyKeyOf(request.url), { [field]: [textProblemMessage(problem)] });
+    throw validationFailed(legacy, { [field]: [textProblemMessage(problem)] });
   }
   return value;
-}
-
-/** The account routes report field problems under `fields`, the rest under `errors` (decision 0025). */
-function legacyKeyOf(url: string): 'fields' | 'errors' {
-  return new URL(url).pathname.startsWith('/api/v1/auth/') ? 'fields' : 'errors';
-}
-
-/** Like `readJson`, but the body must be a JSON object; absent reads as `{}`. */
-export async function readJsonObject(request: RequestLike): Promise<Record<string, unknown>> {
-  const value = await readJson(request);
-  if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('invalid_payload');
-  return value as Record<string, unknown>;
 }
 
 async function readCapped(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
@@ -85,11 +72,4 @@ async function readCapped(stream: ReadableStream<Uint8Array>): Promise<Uint8Arra
     offset += c.byteLength;
   }
   return out;
-}
-
-/** A required string field of a JSON body, or 400 `missing_field`. */
-export function requireString(body: Record<string, unknown>, field: string): string {
-  const value = body[field];
-  if (typeof value !== 'string') throw missingField(field);
-  return value;
 }

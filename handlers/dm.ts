@@ -1,28 +1,34 @@
 import { dmHistory, sendDirectMessage } from '../runtime/dm';
-import { readJsonObject, requireString } from './body';
-import { json, requirePlayer, type Route } from './http';
-import { pageOf } from './pagination';
+import { idOf, pageQuery } from '../runtime/schemas/common';
+import { DmHistory, DmSend, DmSent } from '../runtime/schemas/dm';
+import { z } from 'zod';
+import { route, type Route } from './contract';
 
 /** Direct messages between two players. */
 export const dmRoutes: Route[] = [
-  {
+  route({
     method: 'POST',
     path: '/api/v1/dm',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const body = await readJsonObject(request);
-      // A field that is absent or not a string answers `missing_field`.
-      const recipient = requireString(body, 'recipient_id');
-      const content = requireString(body, 'content');
-      return json(await sendDirectMessage(ctx, playerId, recipient, content));
-    },
-  },
-  {
+    summary: 'Send a direct message',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    body: DmSend,
+    response: DmSent,
+    errors: ['missing_field', 'invalid_payload', 'player.not_found', 'dm.content_empty', 'dm.content_too_large', 'dm.blocked'],
+    handle: ({ ctx, player, body }) => sendDirectMessage(ctx, player.playerId, body),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/dm/:player_id/history',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await dmHistory(ctx, playerId, request.params.player_id!, pageOf(request.query)));
-    },
-  },
+    summary: 'The conversation with one player, oldest first',
+    tag: 'social',
+    auth: 'player',
+    rate: 'api',
+    params: z.object({ player_id: idOf('player.not_found', 'player') }),
+    query: pageQuery(),
+    response: DmHistory,
+    errors: ['player.not_found'],
+    handle: ({ ctx, player, params, query }) => dmHistory(ctx, player.playerId, params.player_id, query),
+  }),
 ];

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { DatabaseDeadlineError, databaseFault, databaseFaultError, type DatabaseFault, type Db } from '../runtime/database';
-import { json, type Route } from './http';
+import { z } from 'zod';
+import { route, type Route } from './contract';
 
 /**
  * Liveness and readiness probes for orchestrators. `/health` touches nothing.
@@ -9,16 +10,32 @@ import { json, type Route } from './http';
  * the pipeline already answers 503 `not_ready` while migrations run.
  */
 export const healthRoutes: Route[] = [
-  { method: 'GET', path: '/api/v1/health', handler: async () => json({ status: 'ok' }) },
-  {
+  route({
+    method: 'GET',
+    path: '/api/v1/health',
+    summary: 'Liveness: answers whenever the process can',
+    tag: 'health',
+    auth: 'none',
+    rate: 'api',
+    response: z.object({ status: z.literal('ok') }),
+    errors: [],
+    handle: async () => ({ status: 'ok' as const }),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/health/ready',
-    handler: async (_req, ctx) => {
+    summary: 'Readiness: migrations done and the database answering',
+    tag: 'health',
+    auth: 'none',
+    rate: 'api',
+    response: z.object({ status: z.literal('ok'), database: z.literal('ok') }),
+    errors: [],
+    handle: async ({ ctx }) => {
       const fault = ctx.readiness.databaseFault ? ctx.readiness.databaseFault() : await probe(ctx.db);
       if (fault) throw databaseFaultError(fault);
-      return json({ status: 'ok', database: 'ok' });
+      return { status: 'ok' as const, database: 'ok' as const };
     },
-  },
+  }),
 ];
 
 /** A readiness probe may take this long when the host keeps no view of its own. */

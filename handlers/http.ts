@@ -1,7 +1,5 @@
-import type { IRequest } from 'itty-router';
 import type { Ctx, Principal } from '../runtime/context';
-import { ApiError, validationFailed } from '../runtime/errors';
-import { isStorableText, UNSTORABLE_TEXT } from '../runtime/text';
+import { ApiError as ApiErrorClass, type ApiError } from '../runtime/errors';
 
 /** What the pipeline knows about one request beyond the request itself. */
 export interface Call {
@@ -38,22 +36,29 @@ export interface RequestLike {
   readonly bufferedBody?: Uint8Array | null;
 }
 
-export type ApiRequest = IRequest & RequestLike;
+/**
+ * A request inside the pipeline: the plain object the host built, the path
+ * and query the router parsed off it, and what the pipeline learns on the way.
+ */
+export interface PipelineRequest extends RequestLike {
+  /** The URL's path, read once when the request enters. */
+  readonly path: string;
+  /** Set by the router: the matched pattern's raw (still percent-encoded) parameters. */
+  params: Record<string, string>;
+  /** Set by the router: a repeated key holds an array. */
+  query: Record<string, string | string[] | undefined>;
+  /** Set by the router: the matched pattern. */
+  route?: string;
+  readonly call: Call;
+  /** When the request entered, on the ctx clock. */
+  readonly started: number;
+}
 
 /** A response before it is written: the Node host writes it directly, fetch hosts get a `Response`. */
 export interface ApiResponse {
   status: number;
   headers: Record<string, string | string[]>;
   body: string;
-}
-
-export type Handler = (request: ApiRequest, ctx: Ctx, call: Call) => Promise<ApiResponse>;
-
-/** What a domain module registers: method, path (itty pattern) and handler. */
-export interface Route {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
-  path: string;
-  handler: Handler;
 }
 
 /** On every response. */
@@ -89,12 +94,6 @@ export function toFetchResponse(reply: ApiResponse): Response {
   return new Response(reply.body, { status: reply.status, headers });
 }
 
-/** The caller's player id, or 401 `unauthenticated`. */
-export function requirePlayer(call: Call): Principal {
-  if (!call.principal) throw new ApiError('unauthenticated');
-  return call.principal;
-}
-
 export function bearerOf(request: RequestLike): string | null {
   const header = request.headers.get('authorization');
   if (!header) return null;
@@ -102,20 +101,16 @@ export function bearerOf(request: RequestLike): string | null {
   return match ? match[1]! : null;
 }
 
-/**
- * A path parameter, percent-decoded. itty leaves parameters encoded, and an
- * encoded URL path is ASCII, so only a decoded parameter can carry text the
- * database cannot store: every handler that decodes one does it here. A
- * malformed escape (`%E0%A4%A`) or such text is 422 `validation_failed`
- * naming the parameter.
- */
-export function decodedParam(request: ApiRequest, name: string): string {
-  let value: string;
+// TRANSITION: kept until every route file is a contract.
+export type ApiRequest = PipelineRequest;
+export function requirePlayer(call: Call): Principal {
+  if (!call.principal) throw new ApiErrorClass('unauthenticated');
+  return call.principal;
+}
+export function decodedParam(request: PipelineRequest, name: string): string {
   try {
-    value = decodeURIComponent(request.params[name] ?? '');
+    return decodeURIComponent(request.params[name] ?? '');
   } catch {
-    throw validationFailed('errors', { [name]: ['must be valid percent-encoded UTF-8'] });
+    throw new ApiErrorClass('validation_failed', 'The request did not pass validation.', { errors: { [name]: ['must be valid percent-encoded UTF-8'] } });
   }
-  if (!isStorableText(value)) throw validationFailed('errors', { [name]: [UNSTORABLE_TEXT] });
-  return value;
 }

@@ -1,3 +1,4 @@
+import { apiDocumentRoutes } from './api-documents';
 import { authRoutes } from './auth';
 import { chatRoutes } from './chat';
 import { dmRoutes } from './dm';
@@ -5,7 +6,7 @@ import { friendRoutes } from './friends';
 import { groupRoutes } from './groups';
 import { guestRoutes } from './guest';
 import { healthRoutes } from './health';
-import type { Route } from './http';
+import type { Route } from './contract';
 import { identityRoutes } from './identities';
 import { matchmakerRoutes } from './matchmaker';
 import { matchRoutes } from './matches';
@@ -15,7 +16,9 @@ import { rpcRoutes } from './rpc';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
-  return [...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...socialRoutes()];
+  const routes: Route[] = [];
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...socialRoutes());
+  return routes;
 }
 
 /** Friends, groups, chat history, direct messages, notifications. */

@@ -1,5 +1,6 @@
 import type { Ctx } from '../runtime/context';
 import { eraseInactiveGuest, findInactiveGuests, REAP_BATCH } from '../runtime/guests';
+import { IntervalJob } from './interval-job';
 
 export interface ReapPass {
   deleted: number;
@@ -15,27 +16,22 @@ export interface ReapPass {
  * audit row: it logs what it did.
  */
 export class GuestReaper {
-  #timer: ReturnType<typeof setInterval> | null = null;
-  #running: Promise<ReapPass> | null = null;
+  readonly #job = new IntervalJob(() => this.#pass());
 
   constructor(private readonly ctx: Ctx) {}
 
   start(): void {
-    if (this.ctx.settings.guest_reap_after === undefined || this.#timer) return;
-    this.#timer = setInterval(() => void this.sweep(), this.ctx.settings.guest_reap_interval_ms);
-    this.#timer.unref?.();
+    if (this.ctx.settings.guest_reap_after === undefined) return;
+    this.#job.start(this.ctx.settings.guest_reap_interval_ms);
   }
 
   /** One pass; a call while a pass runs joins it. */
   sweep(): Promise<ReapPass> {
-    this.#running ??= this.#pass().finally(() => (this.#running = null));
-    return this.#running;
+    return this.#job.run();
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.#running?.catch(() => {});
+  stop(): Promise<void> {
+    return this.#job.stop();
   }
 
   async #pass(): Promise<ReapPass> {

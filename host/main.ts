@@ -1,12 +1,10 @@
 import { loadConfig, parseCli, USAGE } from './config';
 import { openEmbedded, openPostgres, type OpenDatabase } from './database';
-import { startServer } from './server';
+import { BootRefusal, createHost } from './server';
 import { jsonLogger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
 import { databaseFault } from '../runtime/database';
 import { effectiveRegistration } from '../runtime/registration';
-import type { OperatorModes } from '../runtime/lua/api';
-import { loadGameDirectory, type LoadedGame } from './game';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -61,14 +59,6 @@ async function main(): Promise<void> {
   const log = jsonLogger((line) => process.stdout.write(line + '\n'), config.settings.log_level);
   for (const n of config.notices) log.warn('setting_notice', { key: n.key, message: n.message });
 
-  let game: LoadedGame;
-  try {
-    game = loadGameDirectory(config.gameDir, config.settings.game_modes as OperatorModes, log, { allowEmpty: config.settings.allow_empty_game });
-  } catch (err) {
-    process.stderr.write(`svc: ${(err as Error).message}\n`);
-    process.exit(2);
-  }
-
   let database: OpenDatabase;
   if (config.databaseUrl) {
     database = openPostgres({
@@ -97,25 +87,28 @@ async function main(): Promise<void> {
     return;
   }
 
-  let running: Awaited<ReturnType<typeof startServer>>;
+  let running: Awaited<ReturnType<typeof createHost>>;
   try {
-    running = await startServer({
+    running = await createHost({
       settings: config.settings,
       database,
       port: config.port,
       host: config.host,
       log,
-      game: { registration: () => game.info.registration, guestAuth: () => game.info.guestAuth },
-      live: { game },
+      gameDir: config.gameDir,
     });
   } catch (err) {
+    if (err instanceof BootRefusal) {
+      process.stderr.write(`svc: ${err.message}\n`);
+      await database.close().catch(() => {});
+      process.exit(2);
+    }
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw err;
     const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not an address of this machine';
     process.stderr.write(`svc: cannot listen on ${config.host}:${config.port}: the port ${why} (set PORT or HOST)\n`);
     process.exit(2);
   }
-  running.onShutdown(() => game.close());
   // A node that cannot reach its database or apply its migrations in time
   // says so in one line and exits, so the orchestrator sees a failed start.
   running.ready.catch(async (err: Error) => {
@@ -133,7 +126,7 @@ async function main(): Promise<void> {
       configFile: config.configFile,
       database: config.databaseUrl ? { kind: 'postgres', url: config.databaseUrl } : { kind: 'embedded', dataDir: config.dataDir },
       gameDir: config.gameDir,
-      game: game.info,
+      game: running.game!.info,
       ctx: running.ctx,
     }),
   );

@@ -1,11 +1,12 @@
 import type { Ctx } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
-import { byteLength, FrameError, isPlainObject, type ClientFrame } from '../runtime/frames';
+import { byteLength, FrameError } from '../runtime/frames';
+import { matchmakerAdd, matchmakerRemove } from '../runtime/schemas/matchmaker';
 import type { ModeInfo } from '../runtime/lua/api';
 import type { LiveMatchmaker, MatchmakerQueued, MatchmakerSample, MatchmakerTicketView } from '../runtime/matches';
 import type { MatchHost } from './matches';
 import type { Session, SessionRegistry } from './sessions';
-import type { Gateway, Reply } from './ws';
+import type { Gateway } from './ws';
 
 interface Ticket {
   id: string;
@@ -152,36 +153,22 @@ export class Matchmaker implements LiveMatchmaker {
   }
 
   attach(gateway: Gateway): void {
-    gateway.route('matchmaker.add', { auth: true, handle: (s, f) => this.#addFrame(s, f) });
-    gateway.route('matchmaker.remove', { auth: true, handle: (s, f) => this.#removeFrame(s, f) });
-  }
-
-  #addFrame(session: Session, frame: ClientFrame): Reply {
-    if (!frame.hasPayload) throw new FrameError('unknown_type');
-    const p = frame.payload;
-    if (!isPlainObject(p)) throw new FrameError('invalid_payload');
-    const mode = 'mode' in p ? p.mode : 'default';
-    if (typeof mode !== 'string') throw new FrameError('unknown_mode', { frameType: 'matchmaker.add' });
-    const properties = 'properties' in p ? p.properties : {};
-    if (!isPlainObject(properties)) throw new FrameError('invalid_payload');
-    try {
-      return { type: 'matchmaker.queued', payload: { ...this.add(session.playerId!, mode, properties) } };
-    } catch (err) {
-      if (err instanceof ApiError) throw FrameError.from(err, 'matchmaker.add');
-      throw err;
-    }
-  }
-
-  #removeFrame(session: Session, frame: ClientFrame): Reply {
-    const p = frame.payload;
-    if (!isPlainObject(p) || !('ticket_id' in p)) throw new FrameError(isPlainObject(p) || !frame.hasPayload ? 'unknown_type' : 'invalid_payload');
-    if (typeof p.ticket_id !== 'string') throw new FrameError('invalid_payload');
-    const t = this.#tickets.get(p.ticket_id);
-    // Another player's ticket answers exactly as an unknown one, so a ticket
-    // id's existence does not leak (docs/decisions/0017).
-    if (!t || t.playerId !== session.playerId) throw new FrameError('not_found', { frameType: 'matchmaker.remove', message: 'No such ticket on this node.' });
-    this.#drop(t);
-    return { type: 'matchmaker.removed', payload: { success: true } };
+    gateway.route(matchmakerAdd, (session, { mode, properties }) => {
+      try {
+        return { type: 'matchmaker.queued', payload: { ...this.add(session.playerId!, mode, properties) } };
+      } catch (err) {
+        if (err instanceof ApiError) throw FrameError.from(err, 'matchmaker.add');
+        throw err;
+      }
+    });
+    gateway.route(matchmakerRemove, (session, { ticket_id }) => {
+      const t = this.#tickets.get(ticket_id);
+      // Another player's ticket answers exactly as an unknown one, so a ticket
+      // id's existence does not leak (docs/decisions/0017).
+      if (!t || t.playerId !== session.playerId) throw new FrameError('not_found', { frameType: 'matchmaker.remove', message: 'No such ticket on this node.' });
+      this.#drop(t);
+      return { type: 'matchmaker.removed', payload: { success: true } };
+    });
   }
 
   #mode(name: string): ModeInfo | null {

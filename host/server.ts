@@ -1,41 +1,38 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { availableParallelism } from 'node:os';
 import { createApp } from '../handlers/app';
-import type { Route } from '../handlers/http';
-import { systemClock, type Clock, type Ctx, type GameDeclarations } from '../runtime/context';
+import type { Route } from '../handlers/contract';
+import type { Clock, Ctx, GameDeclarations } from '../runtime/context';
+import { createContext } from './context';
 import { ApiError } from '../runtime/errors';
-import { uuidv7Source } from '../runtime/ids';
 import { jsonLogger, type Logger } from '../runtime/log';
 import { migrateToLatest } from '../runtime/migrate';
-import { passwordHasher } from '../runtime/passwords';
-import { TokenLookups } from './token-lookups';
 import { guestsEnabled } from '../runtime/guests';
-import { createIdentityProviders } from '../runtime/identities';
 import type { Settings } from '../runtime/settings';
 import type { OpenDatabase } from './database';
 import { nodeHandler, TrustedProxies } from './http';
-import { WindowLimiter } from './limits';
-import { LiveHost, type LiveOptions } from './live';
-import { loadClientGate } from './client-gate';
-import { TokenCache } from './token-cache';
-import { DatabaseWatch } from './database-watch';
+import { LiveHost } from './live';
+import { loadGameDirectory, type LoadedGame } from './game';
+import type { OperatorModes } from '../runtime/lua/api';
 import { databaseFault } from '../runtime/database';
 import { GuestReaper } from './guest-reaper';
 import { TokenSweeper } from './token-sweeper';
-import { outboundFetch, readTrustAnchor } from './outbound';
 
 export interface ServerOptions {
   settings: Settings;
   database: OpenDatabase;
+  /**
+   * The game directory to serve, loaded here with the operator's `game_modes`
+   * (a broken script or an empty directory refuses the boot, naming it).
+   */
+  gameDir?: string;
   port?: number;
   host?: string;
   log?: Logger;
   clock?: Clock;
   routes?: Route[];
+  /** Deployment-wide declarations; by default the loaded game directory's. */
   game?: GameDeclarations;
-  /** The real-time host's game directory and match VM factory (host/live.ts). */
-  live?: LiveOptions;
   /** Brings the schema up to date; a seam so tests can hold the node in `not_ready`. */
   migrate?: (db: Ctx['db']) => Promise<unknown>;
 }
@@ -43,6 +40,8 @@ export interface ServerOptions {
 /** A running node: HTTP (and later WebSocket) on one port, in front of one database. */
 export interface RunningServer {
   port: number;
+  /** The game directory being served, if any. */
+  game: LoadedGame | null;
   url: string;
   ctx: Ctx;
   server: Server;
@@ -61,56 +60,22 @@ export interface RunningServer {
  * is current every API route answers 503 `not_ready`, so an orchestrator's
  * probe sees the node come up honestly.
  */
-export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const clock = options.clock ?? systemClock;
+export async function createHost(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? jsonLogger((line) => process.stdout.write(line + '\n'), options.settings.log_level);
-  const ids = uuidv7Source(() => clock.now());
-  const limits = new WindowLimiter(options.settings.rate_limits, () => clock.now());
-  let ready = false;
-  const lookups = new TokenLookups(options.database.db);
-  const tokens = new TokenCache({
-    lookup: (hash, now) => lookups.lookup(hash, now),
-    now: () => clock.now(),
-    ttlMs: options.settings.auth_cache_ttl_ms,
-  });
-  const clientGate = await loadClientGate(options.settings.client_gate);
-  // Leave a core to the event loop: a storm of logins queues for the others.
-  const passwords = passwordHasher({
-    iterations: () => options.settings.pbkdf2_iterations,
-    concurrency: Math.max(1, availableParallelism() - 1),
-  });
-
-  const live = new LiveHost(options.live);
-  const timeoutMs = options.settings.provider_timeout_ms;
-  const identity = createIdentityProviders({
-    settings: options.settings,
-    oidcFetch: outboundFetch({ ca: readTrustAnchor(options.settings.oidc_ca_file), timeoutMs }),
-    ticketFetch: outboundFetch({ timeoutMs }),
-    clock,
-    log,
-  });
-  // The embedded database lives in this process and cannot go away; a server can.
-  const database = options.database;
-  const watch = database.probe ? new DatabaseWatch({ probe: database.probe, log }) : null;
-  if (watch) {
-    database.onConnectionLost?.(() => watch.suspect());
-    watch.start();
+  let game: LoadedGame | null = null;
+  if (options.gameDir !== undefined) {
+    try {
+      game = loadGameDirectory(options.gameDir, options.settings.game_modes as OperatorModes, log, { allowEmpty: options.settings.allow_empty_game });
+    } catch (err) {
+      throw new BootRefusal((err as Error).message, { cause: err });
+    }
   }
-  const ctx: Ctx = {
-    db: options.database.db,
-    settings: options.settings,
-    clock,
-    ids,
-    limits,
-    log,
-    auth: tokens,
-    game: options.game ?? { registration: () => null, guestAuth: () => false },
-    readiness: { ready: () => ready, databaseFault: () => watch?.fault() ?? null },
-    passwords,
-    clientGate,
-    live,
-    identity,
-  };
+  const loaded = game;
+  const declarations = options.game ?? (loaded ? { registration: () => loaded.info.registration, guestAuth: () => loaded.info.guestAuth } : undefined);
+  const live = new LiveHost(loaded ? { game: loaded } : {});
+  const { ctx, limits, watch, markReady } = await createContext({ ...options, ...(declarations ? { game: declarations } : {}), log, live });
+  watch?.start();
+  const ids = ctx.ids;
   log.info('guest_auth', {
     enabled: guestsEnabled(ctx),
     key_id: options.settings.guest_verifier_key_id,
@@ -157,7 +122,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let closing: Promise<void> | null = null;
   const shutdown = new AbortController();
   const readyPromise = migrateWhenReachable(options, ctx.db, log, shutdown.signal).then(async (applied) => {
-    ready = true;
+    markReady();
     log.info('migrations_complete', { applied, database: options.database.kind });
     // Boot reports a known database state: the first probe has answered.
     await watch?.settled();
@@ -176,10 +141,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   hooks.push(() => live.close());
   hooks.push(() => guestReaper.stop());
   hooks.push(() => tokenSweeper.stop());
+  if (loaded) hooks.push(() => loaded.close());
 
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    game: loaded,
     ctx,
     server,
     ready: readyPromise,
@@ -212,6 +179,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   };
 }
+
+/** TRANSITION: the old name, until the benchmarks call `createHost`. */
+export const startServer = createHost;
+
+/** A configuration the node cannot serve (a broken game script, an empty game directory): the boot stops with its message. */
+export class BootRefusal extends Error {}
 
 /**
  * Brings the schema up to date, waiting out a database that is not reachable

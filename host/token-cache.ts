@@ -48,7 +48,7 @@ export class TokenCache implements TokenResolver {
     });
   }
 
-  async resolve(accessToken: string): Promise<Principal | null> {
+  async resolve(accessToken: string, beforeLookup?: () => void): Promise<Principal | null> {
     if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return null;
     const key = await hashToken(accessToken);
     const now = this.options.now();
@@ -57,6 +57,7 @@ export class TokenCache implements TokenResolver {
       if (hit.until > now) return hit.principal;
       this.#drop(key);
     }
+    beforeLookup?.();
     const epoch = this.#epoch;
     const found = await this.options.lookup(key, now);
     if (epoch === this.#epoch) {

@@ -4,15 +4,19 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Ctx } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
+import { z } from 'zod';
+import { frameInput } from '../handlers/input';
+import type { ClientFrameContract } from '../runtime/schemas/frame';
+import { sessionConnect, sessionHeartbeat } from '../runtime/schemas/session';
 import {
   errorFrame,
   FrameError,
-  isPlainObject,
   parseClientFrame,
   reply,
   rpcErrorFrame,
   type ClientFrame,
 } from '../runtime/frames';
+import { FrameGuard, isOversizedMarker, MAX_FRAGMENTS } from './frame-guard';
 import { forwardedFor, TrustedProxies } from './http';
 import { Session, SessionRegistry } from './sessions';
 
@@ -20,7 +24,12 @@ import { Session, SessionRegistry } from './sessions';
 export const MAX_FRAME_BYTES = 65_536;
 export const FRAMES_PER_WINDOW = 60;
 export const RATE_WINDOW_MS = 1000;
-/** Beyond this `ws` drops the connection outright instead of us answering. */
+/**
+ * `ws`'s own limit, beyond which it closes the connection 1009. The frame
+ * guard hands `ws` no data message over MAX_FRAME_BYTES (a bigger one becomes
+ * a marker), so this is never reached; it stays as a bound on memory should a
+ * socket ever reach `ws` unguarded.
+ */
 const HARD_FRAME_CAP = 1024 * 1024;
 
 /** What a frame handler answers: a reply (the gateway adds the `cid`), or nothing for silent success. */
@@ -31,10 +40,16 @@ export interface Reply {
   echoCid?: boolean;
 }
 
-export interface FrameRoute {
-  /** Needs a successful `session.connect`; before it the frame is `unknown_type`. */
-  auth: boolean;
-  handle(session: Session, frame: ClientFrame): Reply | null | void | Promise<Reply | null | void>;
+/** What a frame handler receives: the payload its contract parsed, and the frame itself. */
+export type FrameHandler<C extends ClientFrameContract> = (
+  session: Session,
+  payload: z.output<C['payload']>,
+  frame: ClientFrame,
+) => Reply | null | void | Promise<Reply | null | void>;
+
+interface FrameRoute {
+  contract: ClientFrameContract;
+  handle: FrameHandler<ClientFrameContract>;
 }
 
 /**
@@ -46,7 +61,9 @@ export interface FrameRoute {
 export class Gateway {
   readonly sessions = new SessionRegistry();
   readonly #routes = new Map<string, FrameRoute>();
-  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: HARD_FRAME_CAP, perMessageDeflate: false, clientTracking: false });
+  // The frame guard takes a payload length for a message size, true only uncompressed, and
+  // stops holding a message's fragments at the count past which `ws` refuses them.
+  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: HARD_FRAME_CAP, maxFragments: MAX_FRAGMENTS, perMessageDeflate: false, clientTracking: false });
   readonly #origins: { all: true } | { all: false; allowed: Set<string> };
   readonly #proxies: TrustedProxies;
   #nextId = 1;
@@ -56,17 +73,24 @@ export class Gateway {
   constructor(private readonly ctx: Ctx) {
     this.#origins = parseOrigins(ctx);
     this.#proxies = new TrustedProxies(ctx.settings.trusted_proxies);
-    this.route('session.connect', { auth: false, handle: (s, f) => this.#connect(s, f) });
-    this.route('session.heartbeat', {
-      auth: false,
-      handle: () => ({ type: 'session.heartbeat', payload: { ts: this.ctx.clock.now() } }),
-    });
+    this.route(sessionConnect, (s, p) => this.#connect(s, p));
+    this.route(sessionHeartbeat, () => ({ type: 'session.heartbeat', payload: { ts: this.ctx.clock.now() } }));
   }
 
-  /** Registers the handler of a client frame type (one per type). */
-  route(type: string, route: FrameRoute): void {
-    if (this.#routes.has(type)) throw new Error(`frame type ${type} already routed`);
-    this.#routes.set(type, route);
+  /** Registers the handler of a client frame contract (one per type). */
+  route<C extends ClientFrameContract>(contract: C, handle: FrameHandler<C>): void;
+  /** TRANSITION: a frame not yet declared as a contract reads its payload itself. */
+  route(type: string, legacy: { auth: boolean; handle(session: Session, frame: ClientFrame): ReturnType<FrameHandler<ClientFrameContract>> }): void;
+  route(first: ClientFrameContract | string, second: unknown): void {
+    if (typeof first === 'string') {
+      const legacy = second as { auth: boolean; handle(session: Session, frame: ClientFrame): ReturnType<FrameHandler<ClientFrameContract>> };
+      const contract = { type: first, summary: '', auth: legacy.auth, payload: z.unknown(), absent: 'empty', missing: 'invalid_payload', reply: null, legacy: true } as ClientFrameContract;
+      return this.route(contract, (session, _payload, frame) => legacy.handle(session, frame));
+    }
+    const contract = first;
+    const handle = second as FrameHandler<ClientFrameContract>;
+    if (this.#routes.has(contract.type)) throw new Error(`frame type ${contract.type} already routed`);
+    this.#routes.set(contract.type, { contract, handle });
   }
 
   /** Every routed client frame type (the fuzz test sends each one hostile payloads). */
@@ -83,7 +107,11 @@ export class Gateway {
         return;
       }
       socket.on('error', () => socket.destroy());
-      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, req));
+      // `ws` reads through the guard so that no message is too big to answer;
+      // the guard has already read `head`, so `ws` gets none.
+      const guarded = new FrameGuard(socket, head, MAX_FRAME_BYTES);
+      guarded.on('error', () => guarded.destroy());
+      this.#wss.handleUpgrade(req, guarded, Buffer.alloc(0), (ws) => this.#accept(ws, req));
     });
     const sweepEvery = Math.min(1000, this.ctx.settings.ws_idle_timeout_ms);
     this.#idleSweep = setInterval(() => this.#sweepIdle(), sweepEvery);
@@ -138,7 +166,8 @@ export class Gateway {
     // binaryType is the default 'nodebuffer', so every message is one Buffer.
     const buf = data as Buffer;
     const size = buf.byteLength;
-    if (size > MAX_FRAME_BYTES) return session.send(errorFrame(null, new FrameError('payload_too_large', { echoCid: false })));
+    // A message over the limit arrives as the guard's marker in its place; answered before the rate check, it spends no budget.
+    if (size > MAX_FRAME_BYTES || (isBinary && isOversizedMarker(buf))) return session.send(errorFrame(null, new FrameError('payload_too_large', { echoCid: false })));
     if (now - session.windowStart >= RATE_WINDOW_MS) {
       session.windowStart = now;
       session.windowCount = 0;
@@ -160,7 +189,7 @@ export class Gateway {
     const frame = parseClientFrame(text);
     if (frame instanceof FrameError) return session.send(errorFrame(null, frame));
     const route = this.#routes.get(frame.type);
-    if (!route || (route.auth && session.playerId === null)) {
+    if (!route || (route.contract.auth && session.playerId === null)) {
       return session.send(errorFrame(frame, new FrameError('unknown_type')));
     }
     if (frame.refusal) {
@@ -169,14 +198,14 @@ export class Gateway {
     }
     let out: ReturnType<FrameRoute['handle']>;
     try {
-      out = route.handle(session, frame);
+      out = route.handle(session, this.#payload(route.contract, frame), frame);
     } catch (err) {
       return this.#fail(session, frame, err);
     }
     if (out instanceof Promise) {
       session.busy = true;
       out.then(
-        (r) => this.#answer(session, frame, r),
+        (r) => this.#answer(session, frame, r, route.contract),
         (err) => this.#fail(session, frame, err),
       ).finally(() => {
         session.busy = false;
@@ -184,7 +213,14 @@ export class Gateway {
       });
       return;
     }
-    this.#answer(session, frame, out);
+    this.#answer(session, frame, out, route.contract);
+  }
+
+  /** The payload as the frame's contract parses it; a frame that needs one and came without is `unknown_type`. */
+  #payload(contract: ClientFrameContract, frame: ClientFrame): unknown {
+    if ((contract as { legacy?: boolean }).legacy) return frame.payload;
+    if (!frame.hasPayload && contract.absent === 'unknown_type') throw new FrameError('unknown_type');
+    return frameInput(contract.payload, contract.type, frame.hasPayload ? frame.payload : {}, contract);
   }
 
   #drain(session: Session): void {
@@ -195,8 +231,15 @@ export class Gateway {
     }
   }
 
-  #answer(session: Session, frame: ClientFrame, out: Reply | null | void): void {
+  #answer(session: Session, frame: ClientFrame, out: Reply | null | void, contract: ClientFrameContract): void {
     if (!out) return;
+    if (this.ctx.settings.response_checks && !(contract as { legacy?: boolean }).legacy) {
+      try {
+        checkReply(contract, out);
+      } catch (err) {
+        return this.#fail(session, frame, err);
+      }
+    }
     session.send(reply(out.echoCid === false ? null : frame, out.type, out.payload));
   }
 
@@ -212,10 +255,7 @@ export class Gateway {
     session.send(errorFrame(frame, new FrameError('internal_error')));
   }
 
-  async #connect(session: Session, frame: ClientFrame): Promise<Reply | null> {
-    // A missing payload counts as a missing token: `invalid_token`, not a malformed frame.
-    const token = isPlainObject(frame.payload) ? frame.payload.token : undefined;
-    if (typeof token !== 'string' || token === '') throw new FrameError('invalid_token');
+  async #connect(session: Session, { token }: { token: string }): Promise<Reply | null> {
     const principal = await this.ctx.auth.resolve(token);
     if (!principal) throw new FrameError('invalid_token');
     // Closed while the token resolved: binding now would outlive the socket.
@@ -243,6 +283,20 @@ function parseOrigins(ctx: Ctx): { all: true } | { all: false; allowed: Set<stri
   const raw = ctx.settings.ws_allowed_origins;
   if (raw === undefined || raw.length === 0) return { all: true };
   return { all: false, allowed: new Set(raw) };
+}
+
+/**
+ * With `response_checks` on (the test suite runs so), a reply that does not
+ * match its frame's declared reply is a defect: the frame answers `internal`.
+ */
+function checkReply(contract: ClientFrameContract, out: Reply): void {
+  // An `rpc.error` reply is the frame's failure answer, not its success.
+  if (out.type === 'rpc.error') return;
+  const declared = contract.reply;
+  const result = declared && declared.type === out.type ? declared.payload.safeParse(out.payload) : null;
+  if (result?.success) return;
+  const problems = result ? result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') : `undeclared reply type ${out.type}`;
+  throw new Error(`reply to ${contract.type} does not match its declared schema: ${problems}`);
 }
 
 function normaliseIp(address: string): string {

@@ -91,7 +91,12 @@ export interface Principal {
 }
 
 export interface TokenResolver {
-  resolve(accessToken: string): Promise<Principal | null>;
+  /**
+   * `beforeLookup` runs just before the token costs a database read (a cache
+   * miss), so the caller can spend a rate-limit bucket first; a throw from it
+   * ends the resolution.
+   */
+  resolve(accessToken: string, beforeLookup?: () => void): Promise<Principal | null>;
   /** Drops one cached access token at once (logout). */
   evictToken(accessToken: string): Promise<void>;
   /** Drops every cached token of a player at once (family revoked, ban, erasure). */

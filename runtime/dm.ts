@@ -1,10 +1,9 @@
 import type { Ctx } from './context';
-import { byteLength } from './frames';
 import { ApiError } from './errors';
-import { isUuid } from './ids';
-import { channelHistory, CONTENT_MAX_BYTES, dmChannelId, parseChannel, storeChatMessage } from './chat';
+import { channelHistory, dmChannelId, parseChannel, storeChatMessage } from './chat';
 import { eitherBlocked } from './friends';
 import type { Page } from './pages';
+import type { DmSend } from './schemas/dm';
 
 /**
  * Direct messages. A DM is a
@@ -22,14 +21,8 @@ export interface DmMessage {
   sent_at: number;
 }
 
-/** Checks in the wire order: content, then the recipient, then the block. Both values must already be strings. */
-export async function sendDirectMessage(ctx: Ctx, senderId: string, recipientId: string, content: string): Promise<{ success: true; channel_id: string }> {
-  if (content === '') throw new ApiError('dm.content_empty', 'A message needs some content.');
-  if (byteLength(content) > CONTENT_MAX_BYTES) {
-    throw new ApiError('dm.content_too_large', `A message is at most ${CONTENT_MAX_BYTES} bytes.`, { limit: CONTENT_MAX_BYTES });
-  }
-  const recipient = recipientId.toLowerCase();
-  if (!isUuid(recipient)) throw new ApiError('player.not_found', 'No such player.');
+/** The schema checked the content and the id's form; then the recipient, then the block. */
+export async function sendDirectMessage(ctx: Ctx, senderId: string, { recipient_id: recipient, content }: DmSend): Promise<{ success: true; channel_id: string }> {
   if (recipient === senderId) throw new ApiError('invalid_payload', 'You cannot message yourself.', { field: 'recipient_id' });
   const exists = await ctx.db.selectFrom('players').select('id').where('id', '=', recipient).executeTakeFirst();
   if (!exists) throw new ApiError('player.not_found', 'No such player.');
@@ -50,8 +43,7 @@ export async function dmHistory(
   other: string,
   q: Page,
 ): Promise<{ messages: DmMessage[]; channel_id: string }> {
-  if (!isUuid(other)) throw new ApiError('player.not_found', 'No such player.');
-  const channelId = dmChannelId(caller, other.toLowerCase());
+  const channelId = dmChannelId(caller, other);
   const rows = await channelHistory(ctx.db, channelId, q);
   return {
     channel_id: channelId,

@@ -30,7 +30,8 @@ beforeAll(async () => {
   s = await startTestServer({
     rate_limits: { ws_connect: { limit: 1000, window: 1000 }, login_failures: { limit: 1_000_000, window: 1000 } },
     chat_send_rate: { limit: 1000, window: 1000 },
-    game_modes: { arena: { chat_channels: ['lobby'] } },
+    // An operator entry replaces the script's mode configuration, so it restates arena's.
+    game_modes: { arena: { match_size: 2, max_players: 2, chat_channels: ['lobby'] } },
   }, { gameDir: path.resolve(__dirname, '../examples/demo-game') });
   players = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];
   const g = await s.call('POST', '/api/v1/groups', { token: players[0]!.access_token, body: { name: 'Fuzzers', open: true } });

@@ -1,12 +1,16 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { json, type Route } from '../handlers/http';
+import { z } from 'zod';
+import { route } from '../handlers/contract';
 import { openPostgres } from '../host/database';
 import { migrations } from '../migrations/index';
 import { migrateToLatest } from '../runtime/migrate';
 import { freshDatabase } from './support/database';
 import { startTestServer } from './support/server';
+
+/** Test-only routes mounted beside the real ones. */
+const probe = { method: 'GET', summary: 'test probe', tag: 'test', auth: 'none', rate: 'api', errors: [] } as const;
 
 describe('migrations', () => {
   it('bring a fresh database to the newest step, and running them again changes nothing', async () => {
@@ -97,17 +101,18 @@ describe('graceful shutdown', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     let entered!: () => void;
     const inside = new Promise<void>((resolve) => (entered = resolve));
-    const slow: Route = {
-      method: 'GET',
+    const slow = route({
+      ...probe,
       path: '/api/v1/test/slow',
-      handler: async (_req, ctx) => {
+      response: z.object({ finished: z.boolean() }),
+      handle: async ({ ctx }) => {
         entered();
         await held;
         // Still able to use the database while draining.
         await sql`select 1`.execute(ctx.db);
-        return json({ finished: true });
+        return { finished: true };
       },
-    };
+    });
     const s = await startTestServer({}, { extraRoutes: [slow] });
     const inflight = fetch(`${s.url}/api/v1/test/slow`).then(async (r) => ({ status: r.status, body: await r.json() }));
     await inside;
@@ -126,7 +131,7 @@ describe('graceful shutdown', () => {
   });
 
   it('gives up on a request that outlives the grace period', async () => {
-    const stuck: Route = { method: 'GET', path: '/api/v1/test/stuck', handler: () => new Promise<never>(() => {}) };
+    const stuck = route({ ...probe, path: '/api/v1/test/stuck', response: z.object({}), handle: () => new Promise<never>(() => {}) });
     const s = await startTestServer({ shutdown_grace_ms: 200 }, { extraRoutes: [stuck] });
     const pending = fetch(`${s.url}/api/v1/test/stuck`).catch((e) => e);
     await new Promise((r) => setTimeout(r, 50));

@@ -55,11 +55,12 @@ describe('loadGame', () => {
     expect(info.notices.map((n) => n.message).join(' ')).toContain("'listed' is not a boolean");
   });
 
-  it('operator game_modes override key by key and reach init(config)', () => {
-    const source = memorySource({ 'config.lua': 'return { arena = "arena.lua" }', 'arena.lua': MODE + 'listed = false\nmax_players = 2' });
-    const info = loadGame(source, { arena: { listed: true, max_players: 6, difficulty: 'hard' }, ghost: { listed: true } });
+  it('an operator game_modes entry replaces the script\'s mode configuration as a whole and reaches init(config)', () => {
+    const source = memorySource({ 'config.lua': 'return { arena = "arena.lua" }', 'arena.lua': MODE + 'listed = false\nmax_players = 2\nmin_players = 2\nstrategy = "skill_based"' });
+    const info = loadGame(source, { arena: { listed: true, match_size: 3, difficulty: 'hard' }, ghost: { listed: true } });
     const arena = info.modes.get('arena')!;
-    expect(arena).toMatchObject({ listed: true, max_players: 6, match_size: 2 });
+    // Keys the entry leaves out take their defaults, not the script's values.
+    expect(arena).toMatchObject({ listed: true, match_size: 3, max_players: 3, min_players: 3, strategy: 'fill' });
     expect(info.notices.some((n) => n.message.includes("'ghost'"))).toBe(true);
     const { services } = recordingServices();
     const vm = MatchVm.create({
@@ -71,7 +72,14 @@ describe('loadGame', () => {
     vm.init();
     vm.join('a');
     vm.tick();
-    expect(JSON.parse(vm.viewJson('a'))).toEqual({ listed: true, max_players: 6, difficulty: 'hard', match_id: 'm-9', mode: 'arena' });
+    expect(JSON.parse(vm.viewJson('a'))).toEqual({ listed: true, match_size: 3, difficulty: 'hard', match_id: 'm-9', mode: 'arena' });
+    // Without the entry the script's globals stand.
+    expect(loadGame(source).modes.get('arena')).toMatchObject({ listed: false, max_players: 2, strategy: 'skill_based' });
+  });
+
+  it('an operator entry without match_size cannot describe a mode: loading stops naming it', () => {
+    const source = memorySource({ 'config.lua': 'return { arena = "arena.lua" }', 'arena.lua': MODE });
+    expect(() => loadGame(source, { arena: { listed: true } })).toThrow(/mode 'arena': match_size is missing/);
   });
 
   it('no config.lua and no match.lua: zero modes, guest_auth off', () => {

@@ -121,36 +121,56 @@ function readRegistration(globals: Globals, file: string, notices: GameInfo['not
   return null;
 }
 
-function readMode(source: ScriptSource, name: string, file: string, operator: JsonObject, notices: GameInfo['notices']): ModeInfo {
+function readMode(source: ScriptSource, name: string, file: string, operator: JsonObject | undefined, notices: GameInfo['notices']): ModeInfo {
   const sandbox = evaluateScript(source, file);
   const g = new Globals(sandbox, file, notices);
   const kind = g.string('game_type') === 'world' ? 'world' : 'match';
-  const scriptSize = g.integer('match_size');
-  if (scriptSize === null && operator.match_size === undefined) throw new GameLoadError(file, 'match_size is missing');
-  const mode: ModeInfo = {
+  const state_strategy = g.string('state_strategy') === 'shared' ? 'shared' : 'per_player';
+  if (operator) return operatorMode(name, file, kind, state_strategy, operator);
+  const matchSize = g.integer('match_size');
+  if (matchSize === null) throw new GameLoadError(file, 'match_size is missing');
+  if (matchSize <= 0) throw new GameLoadError(file, 'match_size must be a positive integer');
+  return {
     name,
     kind,
     file,
-    match_size: scriptSize ?? 0,
-    max_players: 0,
-    min_players: 0,
+    match_size: matchSize,
+    max_players: g.positive('max_players') ?? matchSize,
+    min_players: g.positive('min_players') ?? matchSize,
     strategy: g.string('strategy') ?? 'fill',
     listed: g.boolean('listed') ?? kind === 'world',
     quick_play: g.boolean('quick_play') ?? kind === 'world',
-    state_strategy: g.string('state_strategy') === 'shared' ? 'shared' : 'per_player',
-    operator,
+    state_strategy,
+    operator: {},
   };
-  const maxPlayers = g.positive('max_players');
-  const minPlayers = g.positive('min_players');
-  // The operator's game_modes entry wins key by key.
-  if (typeof operator.match_size === 'number') mode.match_size = Math.trunc(operator.match_size);
-  if (mode.match_size <= 0) throw new GameLoadError(file, 'match_size must be a positive integer');
-  mode.max_players = typeof operator.max_players === 'number' ? operator.max_players : (maxPlayers ?? mode.match_size);
-  mode.min_players = typeof operator.min_players === 'number' ? operator.min_players : (minPlayers ?? mode.match_size);
-  if (typeof operator.strategy === 'string') mode.strategy = operator.strategy;
-  if (typeof operator.listed === 'boolean') mode.listed = operator.listed;
-  if (typeof operator.quick_play === 'boolean') mode.quick_play = operator.quick_play;
-  return mode;
+}
+
+/**
+ * An operator's `game_modes` entry replaces the script's mode configuration
+ * as a whole; it is not merged with the script's globals key by key, so what
+ * a mode does never depends on which keys the two happen to share. A key the
+ * entry leaves out takes its default, and an entry without `match_size`
+ * cannot describe a mode: the boot stops naming it.
+ */
+function operatorMode(name: string, file: string, kind: ModeInfo['kind'], state_strategy: ModeInfo['state_strategy'], entry: JsonObject): ModeInfo {
+  const matchSize = entry.match_size;
+  if (typeof matchSize !== 'number' || !Number.isInteger(matchSize) || matchSize <= 0) {
+    throw new GameLoadError('(game_modes setting)', `mode '${name}': match_size is missing; an operator entry replaces the script's whole mode configuration`);
+  }
+  const int = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null);
+  return {
+    name,
+    kind,
+    file,
+    match_size: matchSize,
+    max_players: int(entry.max_players) ?? matchSize,
+    min_players: int(entry.min_players) ?? matchSize,
+    strategy: typeof entry.strategy === 'string' ? entry.strategy : 'fill',
+    listed: typeof entry.listed === 'boolean' ? entry.listed : kind === 'world',
+    quick_play: typeof entry.quick_play === 'boolean' ? entry.quick_play : kind === 'world',
+    state_strategy,
+    operator: entry,
+  };
 }
 
 /**
@@ -167,13 +187,13 @@ export function loadGame(source: ScriptSource, operatorModes: OperatorModes = {}
     const sandbox = evaluateManifest(source);
     const entries = readManifestEntries(sandbox);
     const info = readPosture(sandbox, MULTI_MODE_MANIFEST, notices);
-    for (const [name, file] of entries) modes.set(name, readMode(source, name, file, operatorModes[name] ?? {}, notices));
+    for (const [name, file] of entries) modes.set(name, readMode(source, name, file, operatorModes[name], notices));
     return finish(info, modes, operatorModes, notices);
   }
   if (source.read(SINGLE_MODE_SCRIPT) !== null) {
     const sandbox = evaluateScript(source, SINGLE_MODE_SCRIPT);
     const info = readPosture(sandbox, SINGLE_MODE_SCRIPT, notices);
-    modes.set(SINGLE_MODE_NAME, readMode(source, SINGLE_MODE_NAME, SINGLE_MODE_SCRIPT, operatorModes[SINGLE_MODE_NAME] ?? {}, notices));
+    modes.set(SINGLE_MODE_NAME, readMode(source, SINGLE_MODE_NAME, SINGLE_MODE_SCRIPT, operatorModes[SINGLE_MODE_NAME], notices));
     return finish(info, modes, operatorModes, notices);
   }
   // Neither file: zero modes, and no stale guest_auth.

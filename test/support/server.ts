@@ -1,11 +1,10 @@
 import type { Clock } from '../../runtime/context';
 import { parseSettings, type RawSettings } from '../../runtime/settings';
 import { jsonLogger, silentLogger, type Logger } from '../../runtime/log';
-import { startServer, type RunningServer, type ServerOptions } from '../../host/server';
+import { createHost, type RunningServer, type ServerOptions } from '../../host/server';
 import type { OpenDatabase } from '../../host/database';
-import type { Route } from '../../handlers/http';
+import type { Route } from '../../handlers/contract';
 import { allRoutes } from '../../handlers/routes';
-import { loadGameDirectory } from '../../host/game';
 import { freshDatabase } from './database';
 
 /** Test configuration raises the per-IP buckets as spec part 8 describes. */
@@ -52,22 +51,20 @@ export interface TestServerOptions {
 export const TEST_SCRIPT_DEADLINES = { init_tick: 500, other: 200 };
 
 export async function startTestServer(raw: RawSettings = {}, options: TestServerOptions = {}): Promise<TestServer> {
-  const { settings } = parseSettings({ pbkdf2_iterations: 1000, lua_time_budget_ms: TEST_SCRIPT_DEADLINES, ...raw, rate_limits: { ...TEST_RATE_LIMITS, ...(raw.rate_limits ?? {}) } });
+  const { settings } = parseSettings({ pbkdf2_iterations: 1000, lua_time_budget_ms: TEST_SCRIPT_DEADLINES, response_checks: true, ...raw, rate_limits: { ...TEST_RATE_LIMITS, ...(raw.rate_limits ?? {}) } });
   const database = options.database ?? (await freshDatabase());
   const logs: Record<string, unknown>[] = [];
   const log = options.log ?? jsonLogger((line) => logs.push(JSON.parse(line)), 'debug');
-  const game = options.gameDir ? loadGameDirectory(options.gameDir, {}, log, { allowEmpty: settings.allow_empty_game }) : null;
-  const running = await startServer({
+  const running = await createHost({
     settings,
     database,
-    log: log ?? silentLogger,
-    ...(game ? { live: { game } } : {}),
+    log,
+    ...(options.gameDir ? { gameDir: options.gameDir } : {}),
     ...(options.game ? { game: options.game } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.extraRoutes ? { routes: [...allRoutes(), ...options.extraRoutes] } : {}),
     ...(options.migrate ? { migrate: options.migrate } : {}),
   });
-  if (game) running.onShutdown(() => game.close());
   if (options.waitReady !== false) await running.ready;
   return {
     ...running,

@@ -1,0 +1,175 @@
+import { z } from 'zod';
+import type { Ctx, Principal } from '../runtime/context';
+import { ApiError, validationFailed, type ErrorCode } from '../runtime/errors';
+import type { RateLimitGroup } from '../runtime/settings';
+import { readJson } from './body';
+import { json, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
+import { restInput, type LegacyKey } from './input';
+import { isStorableText, UNSTORABLE_TEXT } from '../runtime/text';
+
+/**
+ * A REST route as a contract: what it takes (params, query, body), what it
+ * answers (status and body schema), who may call it, which rate-limit bucket
+ * it spends and which codes it can fail with. The pipeline enforces the
+ * declaration, the API document is generated from it, and in tests every
+ * answer is checked against it.
+ */
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
+export type Auth = 'player' | 'none';
+
+type AnyObject = z.ZodType<Record<string, unknown>, Record<string, unknown>>;
+
+/** What a route's handler receives: the parts it declared, already parsed and typed. */
+export interface RouteInput<A extends Auth, P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  /** The signed-in player; only routes declaring `auth: 'player'` are sure to have one. */
+  player: A extends 'player' ? Principal : Principal | null;
+  ctx: Ctx;
+  call: Call;
+  /** The request itself, for the few routes that read a header. */
+  request: RequestLike;
+}
+
+/** A success answer with a status or headers of its own; a handler returning a plain value answers 200 with it. */
+export class Answer<T = unknown> {
+  constructor(
+    readonly body: T,
+    readonly status = 200,
+    readonly headers: Record<string, string | string[]> = {},
+  ) {}
+}
+
+export interface RouteSpec<A extends Auth, P extends AnyObject, Q extends AnyObject, B extends z.ZodType, R extends z.ZodType> {
+  method: Method;
+  /** itty pattern, e.g. `/api/v1/groups/:id`. */
+  path: string;
+  /** One line for the API document. */
+  summary: string;
+  /** The API document's grouping. */
+  tag: string;
+  auth: A;
+  rate: RateLimitGroup;
+  params?: P;
+  query?: Q;
+  /** Absent body reads as `{}`; a body that is not an object is 400 `invalid_payload`. */
+  body?: B;
+  /** Where 422 bodies repeat their per-field messages (`fields` on the account routes, `errors` elsewhere). */
+  legacyKey?: LegacyKey;
+  /** An unreadable or invalid body reads as `{}` instead of failing (logout answers 200 whatever it is sent). */
+  lenientBody?: boolean;
+  response: R;
+  /** The success status the API document lists (a handler answers another one with `Answer`); default 200. */
+  status?: number;
+  /** Codes this route can answer beyond the ones every route of its kind can (see `commonErrors`). */
+  errors: readonly ErrorCode[];
+  handle(input: RouteInput<A, z.output<P>, z.output<Q>, z.output<B>>): Promise<z.input<R> | Answer<z.input<R>>>;
+}
+
+/** The handler as the router calls it, after the pipeline's caller step. */
+export type Handler = (request: PipelineRequest, ctx: Ctx) => Promise<ApiResponse>;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRouteSpec = RouteSpec<Auth, any, any, any, any>;
+
+export interface Route {
+  method: Method;
+  path: string;
+  spec: AnyRouteSpec;
+  handler: Handler;
+}
+
+const EMPTY = z.object({});
+
+/** Declares a route. */
+export function route<A extends Auth, P extends AnyObject = typeof EMPTY, Q extends AnyObject = typeof EMPTY, B extends z.ZodType = typeof EMPTY, R extends z.ZodType = z.ZodType>(
+  spec: RouteSpec<A, P, Q, B, R>,
+): Route {
+  const legacy = spec.legacyKey ?? 'errors';
+  const params = spec.params ?? EMPTY;
+  const query = spec.query ?? EMPTY;
+  const handler: Handler = async (request, ctx) => {
+    const call = request.call;
+    const player = spec.auth === 'player' ? requirePlayer(call) : call.principal;
+    const input = {
+      params: restInput(params, decodedParams(request.params), 'params', legacy),
+      query: restInput(query, firstValues(request.query), 'query', legacy),
+      body: spec.body ? await bodyOf(spec, request, legacy) : undefined,
+      player,
+      ctx,
+      call,
+      request,
+    } as RouteInput<A, z.output<P>, z.output<Q>, z.output<B>>;
+    const out = await spec.handle(input);
+    const answer = out instanceof Answer ? out : new Answer(out);
+    if (ctx.settings.response_checks) checkResponse(spec, answer.body);
+    return json(answer.body, answer.status, answer.headers);
+  };
+  return { method: spec.method, path: spec.path, spec, handler };
+}
+
+/**
+ * With `response_checks` on (the test suite runs so), an answer that does not
+ * match the route's declared schema is a defect: 500, and the log line names it.
+ */
+function checkResponse(spec: AnyRouteSpec, body: unknown): void {
+  const result = (spec.response as z.ZodType).safeParse(body);
+  if (result.success) return;
+  const problems = result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+  throw new Error(`response of ${spec.method} ${spec.path} does not match its declared schema: ${problems}`);
+}
+
+/** The caller's player, or 401 `unauthenticated`. */
+function requirePlayer(call: Call): Principal {
+  if (!call.principal) throw new ApiError('unauthenticated');
+  return call.principal;
+}
+
+async function bodyOf(spec: AnyRouteSpec, request: RequestLike, legacy: LegacyKey): Promise<unknown> {
+  let value: unknown;
+  try {
+    value = await readJson(request, legacy);
+    if (value === undefined) value = {};
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('invalid_payload');
+    return restInput(spec.body!, value, 'body', legacy);
+  } catch (err) {
+    if (spec.lenientBody && err instanceof ApiError) return spec.body!.safeParse({}).data ?? {};
+    throw err;
+  }
+}
+
+/**
+ * Path parameters, percent-decoded (itty leaves them encoded). A malformed
+ * escape (`%E0%A4%A`) or text the database cannot store is 422
+ * `validation_failed` naming the parameter.
+ */
+function decodedParams(raw: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, encoded] of Object.entries(raw)) {
+    let value: string;
+    try {
+      value = decodeURIComponent(encoded);
+    } catch {
+      throw validationFailed('errors', { [name]: ['must be valid percent-encoded UTF-8'] });
+    }
+    if (!isStorableText(value)) throw validationFailed('errors', { [name]: [UNSTORABLE_TEXT] });
+    out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * A repeated query key reads as its first value, as `URLSearchParams.get`
+ * does. itty replaces an empty first value by the next one, so
+ * `?limit=&limit=5` reads `5`.
+ */
+function firstValues(q: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(q)) {
+    const first = typeof v === 'string' ? v : v?.[0];
+    if (first !== undefined) out[k] = first;
+  }
+  return out;
+}

@@ -1,0 +1,17 @@
+import type { Ctx } from '../../runtime/context';
+import { databaseFaultError } from '../../runtime/database';
+import { ApiError } from '../../runtime/errors';
+import type { PipelineRequest } from '../http';
+
+/**
+ * Until migrations finish (or while the database is away) every route but
+ * liveness answers 503. Liveness answers whenever the process can: an
+ * orchestrator must not restart a node that is only waiting for its database.
+ */
+export function readiness(ctx: Ctx) {
+  return (request: PipelineRequest): undefined => {
+    if (ctx.readiness.ready() || request.path === '/api/v1/health') return undefined;
+    const fault = ctx.readiness.databaseFault?.();
+    throw fault ? databaseFaultError(fault) : new ApiError('not_ready');
+  };
+}

@@ -1,0 +1,83 @@
+import { availableParallelism } from 'node:os';
+import { systemClock, type Clock, type Ctx, type GameDeclarations, type LiveState } from '../runtime/context';
+import { createIdentityProviders } from '../runtime/identities';
+import { uuidv7Source } from '../runtime/ids';
+import type { Logger } from '../runtime/log';
+import { passwordHasher } from '../runtime/passwords';
+import type { Settings } from '../runtime/settings';
+import { loadClientGate } from './client-gate';
+import type { OpenDatabase } from './database';
+import { DatabaseWatch } from './database-watch';
+import { WindowLimiter } from './limits';
+import { outboundFetch, readTrustAnchor } from './outbound';
+import { TokenCache } from './token-cache';
+import { TokenLookups } from './token-lookups';
+
+export interface ContextOptions {
+  settings: Settings;
+  database: OpenDatabase;
+  log: Logger;
+  clock?: Clock;
+  game?: GameDeclarations;
+  live: LiveState;
+}
+
+/** A Ctx and the host-side parts behind it that the host starts and stops. */
+export interface HostContext {
+  ctx: Ctx;
+  limits: WindowLimiter;
+  /** Watches a database server (none for the embedded one, which lives in this process). */
+  watch: DatabaseWatch | null;
+  /** Flips readiness once migrations are done. */
+  markReady(): void;
+}
+
+/**
+ * The one place a Ctx is assembled over a database: `createHost` uses it, and
+ * so do the in-process handler tests, so both run the production wiring of
+ * token cache, rate limiter, password hasher, client gate and providers.
+ */
+export async function createContext(options: ContextOptions): Promise<HostContext> {
+  const { settings, database, log } = options;
+  const clock = options.clock ?? systemClock;
+  const limits = new WindowLimiter(settings.rate_limits, () => clock.now());
+  const lookups = new TokenLookups(database.db);
+  const tokens = new TokenCache({
+    lookup: (hash, now) => lookups.lookup(hash, now),
+    now: () => clock.now(),
+    ttlMs: settings.auth_cache_ttl_ms,
+  });
+  const clientGate = await loadClientGate(settings.client_gate);
+  // Leave a core to the event loop: a storm of logins queues for the others.
+  const passwords = passwordHasher({
+    iterations: () => settings.pbkdf2_iterations,
+    concurrency: Math.max(1, availableParallelism() - 1),
+  });
+  const timeoutMs = settings.provider_timeout_ms;
+  const identity = createIdentityProviders({
+    settings,
+    oidcFetch: outboundFetch({ ca: readTrustAnchor(settings.oidc_ca_file), timeoutMs }),
+    ticketFetch: outboundFetch({ timeoutMs }),
+    clock,
+    log,
+  });
+  const watch = database.probe ? new DatabaseWatch({ probe: database.probe, log }) : null;
+  if (watch) database.onConnectionLost?.(() => watch.suspect());
+  let ready = false;
+  const ctx: Ctx = {
+    db: database.db,
+    settings,
+    clock,
+    ids: uuidv7Source(() => clock.now()),
+    limits,
+    log,
+    auth: tokens,
+    game: options.game ?? { registration: () => null, guestAuth: () => false },
+    readiness: { ready: () => ready, databaseFault: () => watch?.fault() ?? null },
+    passwords,
+    clientGate,
+    live: options.live,
+    identity,
+  };
+  return { ctx, limits, watch, markReady: () => (ready = true) };
+}

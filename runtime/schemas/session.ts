@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { EpochMs, Uuid } from './common';
+import { clientFrame } from './frame';
+
+/** `session.connect`: a missing payload or token counts as a bad token (`invalid_token`), not a malformed frame. */
+export const sessionConnect = clientFrame({
+  type: 'session.connect',
+  summary: 'Bind the socket to the player an access token names.',
+  auth: false,
+  payload: z.object({ token: z.string().min(1) }),
+  absent: 'empty',
+  missing: 'invalid_token',
+  invalid: 'invalid_token',
+  notObject: 'invalid_token',
+  reply: { type: 'session.connected', payload: z.object({ player_id: Uuid, wire: z.literal('json') }) },
+});
+
+export const sessionHeartbeat = clientFrame({
+  type: 'session.heartbeat',
+  summary: 'Keep the socket alive; answers the server time.',
+  auth: false,
+  payload: z.object({}),
+  absent: 'empty',
+  missing: 'invalid_payload',
+  reply: { type: 'session.heartbeat', payload: z.object({ ts: EpochMs }) },
+});

@@ -1,0 +1,27 @@
+import { chatFrames, chatPushes } from './chat';
+import { dmFrames, dmPushes } from './dm';
+import type { ClientFrameContract, PushContract } from './frame';
+import { matchFrames, matchPushes } from './matches';
+import { matchmakerFrames, matchmakerPushes } from './matchmaker';
+import { notificationPushes } from './notifications';
+import { presenceFrames, presencePushes } from './presence';
+import { rpcFrames } from './rpc';
+import { sessionConnect, sessionHeartbeat } from './session';
+
+/**
+ * Every WebSocket message the service speaks: the client frames the gateway
+ * routes and the pushes it sends. The AsyncAPI document is generated from
+ * these lists, and a test checks that the gateway routes exactly the client frames.
+ */
+export const clientFrames: readonly ClientFrameContract[] = [
+  sessionConnect,
+  sessionHeartbeat,
+  ...matchmakerFrames,
+  ...matchFrames,
+  ...rpcFrames,
+  ...chatFrames,
+  ...dmFrames,
+  ...presenceFrames,
+];
+
+export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes];
