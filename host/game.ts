@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, realpathSync, statSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { GameInfo, OperatorModes, ScriptSource } from '../runtime/lua/api';
+import { reportFengariInternals } from '../runtime/lua/fengari-internals';
 import { loadGame, MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT } from '../runtime/lua/game';
 import type { Logger } from '../runtime/log';
 
@@ -32,6 +33,8 @@ export function loadGameDirectory(dir: string, operatorModes: OperatorModes, log
   const files = watchGameFiles(root);
   const source = files.source;
 
+  // The node's first VMs are built here, at boot; the script workers run the same fengari.
+  reportFengariInternals(log);
   let info: GameInfo;
   try {
     info = loadGame(source, operatorModes);

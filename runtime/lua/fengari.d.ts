@@ -1,4 +1,5 @@
-// fengari ships no types; the runtime reaches it through runtime/lua/vm.ts only.
+// fengari ships no types. Its public API is reached through runtime/lua/vm.ts;
+// its internal modules only through runtime/lua/fengari-internals.ts.
 declare module 'fengari' {
   const fengari: any;
   export default fengari;
@@ -6,10 +7,6 @@ declare module 'fengari' {
 declare module 'fengari/src/lobject.js' {
   const lobject: any;
   export default lobject;
-}
-declare module 'fengari/src/lauxlib.js' {
-  const lauxlib: any;
-  export default lauxlib;
 }
 declare module 'fengari/src/lstring.js' {
   const lstring: any;

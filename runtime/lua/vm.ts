@@ -22,9 +22,8 @@
  * call; the worker that runs it has its own memory ceiling for that.
  */
 import fengari from 'fengari';
-import lobject from 'fengari/src/lobject.js';
 import { DEFAULT_BUDGETS, type FailureKind, type ScriptSource } from './api';
-import { installFastCalls } from './stack';
+import { internals, watchStrings } from './fengari-internals';
 
 const { lua, lauxlib, lualib, to_luastring } = fengari;
 
@@ -36,6 +35,12 @@ export const MAX_STRING_BYTES = 1024 * 1024;
 const BYTES_PER_INSTRUCTION = 64;
 /** Lua stack slots per thread; a recursion bomb fails here long before memory matters. */
 const MAX_STACK_SLOTS = 50_000;
+/**
+ * Call depth per thread where the stack's slots cannot be counted (the
+ * public API has no such count): the depth MAX_STACK_SLOTS allows the
+ * smallest Lua frames (the function and two registers).
+ */
+const MAX_CALL_DEPTH = Math.floor(MAX_STACK_SLOTS / 3);
 const HOOK_EVERY = 1000;
 const CHECKED_STRING_BYTES = 4096;
 
@@ -52,34 +57,16 @@ function onBigString(L: unknown, length: number): void {
   sb.charge(L, length / BYTES_PER_INSTRUCTION);
 }
 
-// Process-wide guards on fengari's string building. The VM reaches
-// `setsvalue2s` through the module object when it concatenates, and every
-// luaL_Buffer grows by assigning `b`; both are intercepted once.
-let guardsInstalled = false;
-function installGuards(): void {
-  if (guardsInstalled) return;
-  guardsInstalled = true;
-  const setsvalue2s = lobject.setsvalue2s;
-  lobject.setsvalue2s = function guardedSetsvalue2s(L: any, idx: number, ts: any) {
-    onBigString(L, ts.realstring.length);
-    setsvalue2s(L, idx, ts);
-  };
-  Object.defineProperty(lauxlib.luaL_Buffer.prototype, 'b', {
-    configurable: true,
-    get(this: { guardedBuffer: Uint8Array }) {
-      return this.guardedBuffer;
-    },
-    set(this: { L: unknown; guardedBuffer: Uint8Array }, value: Uint8Array) {
-      if (value && this.L) onBigString(this.L, value.length);
-      this.guardedBuffer = value;
-    },
-  });
-}
+const stackSlots = internals?.stackSlots;
+/** True when thread `L` holds more stack than any honest script needs. */
+const stackTooDeep: (L: any) => boolean = stackSlots
+  ? (L) => stackSlots(L) > MAX_STACK_SLOTS
+  : (L) => lua.lua_getstack(L, MAX_CALL_DEPTH, new lua.lua_Debug()) === 1;
 
 function hook(L: any): void {
   const sb = active;
   if (!sb) return;
-  sb.remaining -= L.basehookcount;
+  sb.remaining -= lua.lua_gethookcount(L);
   sb.check(L);
 }
 
@@ -130,8 +117,8 @@ export class Sandbox {
   private readonly baseDir: string;
 
   constructor(options: SandboxOptions) {
-    installGuards();
-    installFastCalls();
+    watchStrings(onBigString);
+    internals?.installFastCalls();
     this.source = options.source;
     this.baseDir = options.baseDir;
     this.heapBudget = options.heapBudget ?? DEFAULT_BUDGETS.heapBytes;
@@ -258,7 +245,7 @@ export class Sandbox {
   check(L: any): void {
     if (this.exhausted || this.remaining <= 0) this.exhaust(L, 'instructions_exhausted', 'instruction budget exceeded');
     if (Date.now() > this.deadline) this.exhaust(L, 'timeout', 'time budget exceeded');
-    if (L.top > MAX_STACK_SLOTS) this.exhaust(L, 'heap_exhausted', 'stack overflow (recursion too deep)');
+    if (stackTooDeep(L)) this.exhaust(L, 'heap_exhausted', 'stack overflow (recursion too deep)');
     if (heapInUse() - this.heapAtStart > this.heapBudget) this.exhaust(L, 'heap_exhausted', 'heap budget exceeded');
   }
 

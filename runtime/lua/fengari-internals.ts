@@ -1,0 +1,605 @@
+/**
+ * Every use of fengari beyond its public API, in one place.
+ *
+ * Most of it is speed, written against one fengari release (WRITTEN_FOR) by
+ * reading its source: a call path that clears stack slots without `delete`,
+ * Lua <-> JSON marshalling that reads and fills tables directly instead of a
+ * stack push, pop and key lookup per entry, and a stack slot count. It
+ * depends on private structures (stack arrays, call infos, table entry
+ * lists, string objects, module-object functions the interpreter calls
+ * through) that a release may change without notice, and a change would not
+ * fail loudly: a replaced function would silently stop being called, or run
+ * against fields that now mean something else. So none of it is even loaded
+ * unless the installed fengari is exactly WRITTEN_FOR. Otherwise `internals`
+ * is null, the callers (marshal.ts, vm.ts) take their public-API paths,
+ * which give the same results more slowly, and `reportFengariInternals`
+ * says so once in the log.
+ *
+ * One piece is a limit, not speed, and has no public-API equivalent: the
+ * watch on string building (the `..` operator and every luaL_Buffer), which
+ * bounds each string a script builds and charges its bytes. Without it a
+ * loop doubling a string exhausts the process's memory between two hooks.
+ * So it is not gated on the version but on behaviour: it is installed on any
+ * release where its two hook points exist, then checked on a scratch state;
+ * where it does not see both kinds of string building it is removed again
+ * and `watchStrings` throws, so no script runs unbounded.
+ *
+ * SVC_FENGARI_UNPATCHED=1 in the environment shuts the version gate as a
+ * different release would. It is not a setting: the differential test and
+ * the Lua benchmark set it in a child process to compare both paths on one
+ * checkout (the patches are process-wide, so one process cannot hold both).
+ */
+import fengari from 'fengari';
+import lobject from 'fengari/src/lobject.js';
+import type { Logger } from '../log';
+import { MAX_DEPTH, TOO_DEEP, cycleError, jsString, mixedObjectText, stringText } from './json-text';
+
+/** The fengari release the speed internals were read against and tested on. */
+export const WRITTEN_FOR = '0.1.5';
+
+const { lua, lauxlib, lualib, to_luastring } = fengari;
+
+type HostProcess = {
+  env?: Record<string, string | undefined>;
+  getBuiltinModule?: (name: string) => any;
+};
+const host = (globalThis as { process?: HostProcess }).process;
+
+/**
+ * Node's `require`, for fengari's package.json (the version; fengari's own
+ * version constants have lagged behind its releases) and for the modules
+ * only the speed internals use: required, not imported, so that a release
+ * that moved or removed one shuts the gate instead of stopping the process.
+ * The runtime imports nothing from `node:`, so it is reached through the
+ * process object; a host without one gets the public API.
+ */
+const nodeRequire: ((id: string) => any) | null = (() => {
+  try {
+    return host?.getBuiltinModule?.('node:module')?.createRequire(import.meta.url) ?? null;
+  } catch {
+    return null;
+  }
+})();
+
+function required(id: string): any {
+  try {
+    return nodeRequire?.(id) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export const fengariVersion: string | null = ((): string | null => {
+  const version = required('fengari/package.json')?.version;
+  return typeof version === 'string' ? version : null;
+})();
+
+// Filled only when the gate is open.
+let ldo: any;
+let lstate: any;
+let lstring: any;
+let ltable: any;
+let lvm: any;
+
+/** Why the speed internals are off, or null when they are in use. */
+export const internalsOff: string | null = openGate();
+
+function openGate(): string | null {
+  if (host?.env?.SVC_FENGARI_UNPATCHED === '1') return 'forced off by SVC_FENGARI_UNPATCHED=1';
+  if (fengariVersion === null) return `the installed fengari's version cannot be read; the internals were written for ${WRITTEN_FOR}`;
+  if (fengariVersion !== WRITTEN_FOR) return `fengari ${fengariVersion} is installed, the internals were written for ${WRITTEN_FOR}`;
+  // Patching a second copy of fengari would change nothing the VMs run.
+  if (required('fengari') !== fengari) return 'the fengari Node resolves is not the one the runtime imported';
+  [ldo, lstate, lstring, ltable, lvm] = ['ldo', 'lstate', 'lstring', 'ltable', 'lvm'].map((name) => required(`fengari/src/${name}.js`));
+  if (!ldo || !lstate || !lstring || !ltable || !lvm) return 'an internal module of fengari cannot be loaded';
+  return null;
+}
+
+/** An interned Lua string a caller can push again cheaply; opaque outside this module and marshal.ts. */
+export type LuaStringObject = { readonly __luaStringObject: true };
+
+/** Told about every string of a state being built (its byte length), before the script can use it. */
+export type StringWatcher = (L: unknown, length: number) => void;
+
+export interface FengariInternals {
+  /** Replaces fengari's call path (process-wide, once). */
+  installFastCalls(): void;
+  /** Stack slots thread `L` uses. */
+  stackSlots(L: any): number;
+  stringObject(s: string): LuaStringObject;
+  /** Pushes a string object; the caller guarantees stack room. */
+  pushStringObject(L: any, ts: LuaStringObject): void;
+  /** Pushes the global `name` (a raw read); returns its type. */
+  pushGlobal(L: any, name: LuaStringObject): number;
+  /** Pushes registry slot `ref`. */
+  pushRegistry(L: any, ref: number): void;
+  /** Pushes a JSON value as one Lua value; the caller guarantees stack room. */
+  pushJson(L: any, value: unknown): void;
+  /** The value at `index` as JSON text, or undefined for what JSON cannot hold. */
+  toJsonText(L: any, index: number): string | undefined;
+}
+
+let reported = false;
+
+/** Logs, once per process, that the speed internals are off and why. */
+export function reportFengariInternals(log: Logger): void {
+  if (reported || internalsOff === null) return;
+  reported = true;
+  log.warn('fengari_internals_off', {
+    reason: internalsOff,
+    consequence: 'Lua calls and Lua <-> JSON marshalling use the public API only (same results, slower)',
+  });
+}
+
+function stackSlots(L: any): number {
+  return L.top;
+}
+
+// ---- string building --------------------------------------------------
+
+let watcher: StringWatcher = () => {};
+/** null until the first watchStrings; then '' when the watch works, else why it does not. */
+let watchFailure: string | null = null;
+
+/**
+ * Sends every string a state builds to `onString` from now on (process-wide).
+ * Throws when this fengari's string building cannot be watched.
+ */
+export function watchStrings(onString: StringWatcher): void {
+  watchFailure ??= installWatch();
+  if (watchFailure !== '') throw new Error(`fengari ${fengariVersion ?? '(version unknown)'}: string building cannot be bounded (${watchFailure}); no script may run`);
+  watcher = onString;
+}
+
+// The interpreter reaches `setsvalue2s` through the module object when it
+// concatenates, and every luaL_Buffer grows by assigning `b`.
+function installWatch(): string {
+  const Buffer = lauxlib.luaL_Buffer;
+  if (typeof lobject?.setsvalue2s !== 'function' || typeof Buffer !== 'function') return 'no setsvalue2s or luaL_Buffer';
+  const setsvalue2s = lobject.setsvalue2s;
+  lobject.setsvalue2s = function watchedSetsvalue2s(L: any, idx: number, ts: any) {
+    watcher(L, ts.realstring.length);
+    setsvalue2s(L, idx, ts);
+  };
+  Object.defineProperty(Buffer.prototype, 'b', {
+    configurable: true,
+    get(this: { watchedBuffer: Uint8Array }) {
+      return this.watchedBuffer;
+    },
+    set(this: { L: unknown; watchedBuffer: Uint8Array }, value: Uint8Array) {
+      if (value && this.L) watcher(this.L, value.length);
+      this.watchedBuffer = value;
+    },
+  });
+  const failure = probeWatch();
+  if (failure !== '') {
+    lobject.setsvalue2s = setsvalue2s;
+    delete Buffer.prototype.b;
+  }
+  return failure;
+}
+
+/** Builds one string each way on a scratch state; '' when the watch saw both. */
+function probeWatch(): string {
+  const seen: number[] = [];
+  watcher = (_L, length) => void seen.push(length);
+  try {
+    const L = lauxlib.luaL_newstate();
+    lauxlib.luaL_requiref(L, to_luastring('string'), lualib.luaopen_string, 1);
+    const run = (code: string, nargs: number): string | null => {
+      if (lauxlib.luaL_loadstring(L, to_luastring(code)) !== lua.LUA_OK) return lua.lua_tojsstring(L, -1);
+      if (nargs) lua.lua_insert(L, -1 - nargs);
+      return lua.lua_pcall(L, nargs, 1, 0) === lua.LUA_OK ? null : lua.lua_tojsstring(L, -1);
+    };
+    lua.lua_settop(L, 0);
+    const rep = run('return string.rep("x", 5000)', 0);
+    if (rep !== null) return `string.rep failed: ${rep}`;
+    if (!seen.some((n) => n >= 5000)) return 'luaL_Buffer growth is not seen';
+    seen.length = 0;
+    const concat = run('local a = ... return a .. "yz"', 1);
+    if (concat !== null) return `concatenation failed: ${concat}`;
+    if (!seen.includes(5002)) return 'concatenation is not seen';
+    return '';
+  } catch (err) {
+    return `probe threw: ${(err as Error).message}`;
+  } finally {
+    watcher = () => {};
+  }
+}
+
+// ---- the call path ----------------------------------------------------
+//
+// fengari clears every stack slot above the top with `delete L.stack[i]`: on
+// each call (the caller's frame is cut down to the arguments, then the
+// callee's frame is grown with fresh slots) and on each return (the callee's
+// frame is cut down to the results). V8 runs each element `delete` in its
+// runtime, and once a stack array is old and sparse it turns into a
+// dictionary, so every register access becomes a hash lookup. Profiles of the
+// demo arena put more than half of a callback's cost there.
+//
+// These replacements of `adjust_top`, `luaD_precall`, `luaD_poscall`,
+// `luaD_call` and `luaD_callnoyield` are fengari's own code with
+// `stack[i] = undefined` for `delete stack[i]` (a plain store; the slot is
+// equally dead and holds nothing). The interpreter (lvm.js) and the API
+// (lapi.js) reach them through the module object, so installing them once
+// covers every state. Rare paths (vararg functions, `__call`, call and
+// return hooks, C-stack overflow) go to the originals unchanged.
+
+const LUA_TNIL = 0;
+const LUA_TLCL = 6;
+const LUA_TLCF = 6 | (1 << 4);
+const LUA_TCCL = 6 | (2 << 4);
+const LUA_MULTRET = -1;
+const LUA_MINSTACK = 20;
+const LUAI_MAXCCALLS = 200;
+const LUA_MASKCALL = 1 << 0;
+const LUA_MASKRET = 1 << 1;
+const LUA_MASKLINE = 1 << 2;
+
+let fastCalls = false;
+
+function installFastCalls(): void {
+  if (fastCalls) return;
+  fastCalls = true;
+  const { TValue, setobjs2s } = lobject;
+  const original = {
+    precall: ldo.luaD_precall as (L: any, off: number, nresults: number) => boolean,
+    poscall: ldo.luaD_poscall as (L: any, ci: any, firstResult: number, nres: number) => boolean,
+    call: ldo.luaD_call as (L: any, off: number, nresults: number) => void,
+  };
+
+  function adjustTop(L: any, newtop: number): void {
+    const stack = L.stack;
+    let top: number = L.top;
+    if (top < newtop) {
+      while (top < newtop) stack[top++] = new TValue(LUA_TNIL, null);
+    } else {
+      while (top > newtop) stack[--top] = undefined;
+    }
+    L.top = top;
+  }
+
+  /** Clears the slots from `from` (inclusive, as fengari's loops start at the top) down to `to`. */
+  function clearDown(stack: unknown[], from: number, to: number): void {
+    for (let i = Math.min(from, stack.length - 1); i >= to; i--) stack[i] = undefined;
+  }
+
+  function moveresults(L: any, firstResult: number, res: number, nres: number, wanted: number): boolean {
+    const stack = L.stack;
+    switch (wanted) {
+      case 0:
+        break;
+      case 1:
+        if (nres === 0) stack[res].setnilvalue();
+        else setobjs2s(L, res, firstResult);
+        break;
+      case LUA_MULTRET: {
+        for (let i = 0; i < nres; i++) setobjs2s(L, res + i, firstResult + i);
+        clearDown(stack, L.top, res + nres);
+        L.top = res + nres;
+        return false;
+      }
+      default: {
+        let i;
+        if (wanted <= nres) {
+          for (i = 0; i < wanted; i++) setobjs2s(L, res + i, firstResult + i);
+        } else {
+          for (i = 0; i < nres; i++) setobjs2s(L, res + i, firstResult + i);
+          for (; i < wanted; i++) {
+            if (res + i >= L.top) stack[res + i] = new TValue(LUA_TNIL, null);
+            else stack[res + i].setnilvalue();
+          }
+        }
+        break;
+      }
+    }
+    const newtop = res + wanted;
+    clearDown(stack, L.top, newtop);
+    L.top = newtop;
+    return true;
+  }
+
+  function poscall(L: any, ci: any, firstResult: number, nres: number): boolean {
+    if (L.hookmask & (LUA_MASKRET | LUA_MASKLINE)) return original.poscall(L, ci, firstResult, nres);
+    const res: number = ci.funcOff;
+    const wanted: number = ci.nresults;
+    L.ci = ci.previous;
+    L.ci.next = null;
+    return moveresults(L, firstResult, res, nres, wanted);
+  }
+
+  function precall(L: any, off: number, nresults: number): boolean {
+    const func = L.stack[off];
+    if (L.hookmask & LUA_MASKCALL) return original.precall(L, off, nresults);
+    switch (func.type) {
+      case LUA_TCCL:
+      case LUA_TLCF: {
+        const f = func.type === LUA_TCCL ? func.value.f : func.value;
+        ldo.luaD_checkstack(L, LUA_MINSTACK);
+        const ci = lstate.luaE_extendCI(L);
+        ci.funcOff = off;
+        ci.nresults = nresults;
+        ci.func = func;
+        ci.top = L.top + LUA_MINSTACK;
+        ci.callstatus = 0;
+        const n = f(L);
+        if (typeof n !== 'number' || n < 0 || (n | 0) !== n) throw Error('invalid return value from JS function (expected integer)');
+        if (!(n < L.top - L.ci.funcOff)) throw Error('not enough elements in the stack');
+        poscall(L, ci, L.top - n, n);
+        return true;
+      }
+      case LUA_TLCL: {
+        const p = func.value.p;
+        if (p.is_vararg) return original.precall(L, off, nresults);
+        let n = L.top - off - 1;
+        const fsize: number = p.maxstacksize;
+        ldo.luaD_checkstack(L, fsize);
+        for (; n < p.numparams; n++) L.stack[L.top++] = new TValue(LUA_TNIL, null);
+        const base = off + 1;
+        const ci = lstate.luaE_extendCI(L);
+        ci.funcOff = off;
+        ci.nresults = nresults;
+        ci.func = func;
+        ci.l_base = base;
+        ci.top = base + fsize;
+        adjustTop(L, ci.top);
+        ci.l_code = p.code;
+        ci.l_savedpc = 0;
+        ci.callstatus = lstate.CIST_LUA;
+        return false;
+      }
+      default:
+        return original.precall(L, off, nresults);
+    }
+  }
+
+  function call(L: any, off: number, nresults: number): void {
+    // The original raises the C-stack overflow error.
+    if (L.nCcalls + 1 >= LUAI_MAXCCALLS) return original.call(L, off, nresults);
+    L.nCcalls++;
+    if (!precall(L, off, nresults)) lvm.luaV_execute(L);
+    L.nCcalls--;
+  }
+
+  ldo.adjust_top = adjustTop;
+  ldo.luaD_poscall = poscall;
+  ldo.luaD_precall = precall;
+  ldo.luaD_call = call;
+  ldo.luaD_callnoyield = (L: any, off: number, nresults: number) => {
+    L.nny++;
+    call(L, off, nresults);
+    L.nny--;
+  };
+}
+
+// ---- marshalling ------------------------------------------------------
+//
+// A table is a linked list of live entries in insertion order (`f`, `n`),
+// which is the order `lua_next` visits, plus a Map from key to entry
+// (`strong`). Values are `TValue`s tagged with the variant type.
+
+type TValue = { type: number; value: any };
+type Entry = { key: TValue; value: TValue; n: Entry | undefined };
+type Table = { f: Entry | undefined; strong: Map<unknown, Entry> };
+type TString = { realstring: Uint8Array };
+
+const T_BOOLEAN = lua.LUA_TBOOLEAN;
+const T_NUMFLT = lua.LUA_TNUMBER;
+const T_NUMINT = lua.LUA_TNUMBER | (1 << 4);
+const T_SHRSTR = lua.LUA_TSTRING;
+const T_LNGSTR = lua.LUA_TSTRING | (1 << 4);
+const T_TABLE = lua.LUA_TTABLE;
+/** Bounds the interned strings and key values: client-chosen keys beyond it are built every time. */
+const CACHE_LIMIT = 4096;
+
+let NIL: TValue;
+let TOO_DEEP_VALUE: TValue;
+
+// Pushing the same string object again skips both the UTF-8 encoding and
+// fengari's per-byte key hashing (cached on the object), which otherwise
+// dominate a tick's cost.
+const interned = new Map<string, TString>();
+
+function stringObject(s: string): LuaStringObject {
+  const hit = interned.get(s);
+  if (hit) return hit as unknown as LuaStringObject;
+  const ts = lstring.luaS_bless(null, to_luastring(s)) as TString;
+  if (interned.size < CACHE_LIMIT && s.length <= 64) interned.set(s, ts);
+  return ts as unknown as LuaStringObject;
+}
+
+function pushStringObject(L: any, ts: LuaStringObject): void {
+  lobject.pushsvalue2s(L, ts);
+}
+
+function pushGlobal(L: any, name: LuaStringObject): number {
+  // The key's hash is cached on the interned string, so a callback lookup
+  // costs one Map get; the script may redefine its callbacks at any time, so
+  // nothing is cached here.
+  const globals = registryValue(L, lua.LUA_RIDX_GLOBALS).value as Table;
+  const entry = globals.strong.get(lstring.luaS_hashlongstr(name));
+  const value = entry === undefined ? NIL : entry.value;
+  lobject.pushobj2s(L, value);
+  return value.type & 0x0f;
+}
+
+function pushRegistry(L: any, ref: number): void {
+  lobject.pushobj2s(L, registryValue(L, ref));
+}
+
+function registryValue(L: any, ref: number): TValue {
+  const entry = (L.l_G.l_registry.value as Table).strong.get(ref);
+  return entry === undefined ? NIL : entry.value;
+}
+
+function pushJson(L: any, value: unknown): void {
+  lobject.pushobj2s(L, jsonValue(L, value, 0));
+}
+
+/** A JSON value as a TValue; the caller copies it (fengari copies on store and push). */
+function jsonValue(L: any, value: unknown, depth: number): TValue {
+  switch (typeof value) {
+    case 'string':
+      return new lobject.TValue(T_LNGSTR, value.length <= 64 ? stringObject(value) : lstring.luaS_bless(null, to_luastring(value)));
+    case 'number':
+      return new lobject.TValue((value | 0) === value ? T_NUMINT : T_NUMFLT, value);
+    case 'boolean':
+      return new lobject.TValue(T_BOOLEAN, value);
+    case 'object': {
+      if (value === null) return NIL;
+      if (depth >= MAX_DEPTH) return TOO_DEEP_VALUE;
+      const t = ltable.luaH_new(L);
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          const item = value[i];
+          if (item === null || item === undefined) continue;
+          ltable.luaH_setint(t, i + 1, jsonValue(L, item, depth + 1));
+        }
+      } else {
+        for (const key in value as Record<string, unknown>) {
+          const item = (value as Record<string, unknown>)[key];
+          if (item === null || item === undefined) continue;
+          ltable.luaH_setfrom(L, t, keyValue(key), jsonValue(L, item, depth + 1));
+        }
+      }
+      // As lua_rawset does: keys such as "__index" must not hit a stale metamethod cache.
+      ltable.invalidateTMcache(t);
+      return new lobject.TValue(T_TABLE, t);
+    }
+    default:
+      return NIL;
+  }
+}
+
+// Input keys repeat on every frame ("dx", "dy" ...): their key TValues are
+// kept (fengari copies keys on insert, so sharing them is safe), bounded.
+const keyValues = new Map<string, TValue>();
+
+function keyValue(key: string): TValue {
+  let tv = keyValues.get(key);
+  if (tv !== undefined) return tv;
+  tv = new lobject.TValue(T_LNGSTR, key.length <= 64 ? stringObject(key) : lstring.luaS_bless(null, to_luastring(key))) as TValue;
+  if (keyValues.size < CACHE_LIMIT && key.length <= 64) keyValues.set(key, tv);
+  return tv;
+}
+
+function toJsonText(L: any, index: number): string | undefined {
+  const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
+  return slot === undefined ? undefined : valueText(slot, 0);
+}
+
+/** Tables being encoded, by depth: a table that is its own ancestor is a cycle. */
+const ancestors: Table[] = [];
+
+function valueText(tv: TValue, depth: number): string | undefined {
+  switch (tv.type) {
+    case T_NUMINT:
+      return '' + tv.value;
+    case T_NUMFLT:
+      return Number.isFinite(tv.value) ? '' + tv.value : 'null';
+    case T_SHRSTR:
+    case T_LNGSTR:
+      return stringText((tv.value as TString).realstring).quoted;
+    case T_BOOLEAN:
+      return tv.value ? 'true' : 'false';
+    case T_TABLE:
+      return tableText(tv.value, depth);
+    default:
+      return undefined;
+  }
+}
+
+function tableText(t: Table, depth: number): string {
+  if (depth >= MAX_DEPTH) return `"${TOO_DEEP}"`;
+  for (let i = 0; i < depth; i++) if (ancestors[i] === t) throw cycleError();
+  ancestors[depth] = t;
+
+  // Shape first: an array when the kept keys are exactly the integers 1..n,
+  // else an object; `plain` when every key is a string JS keeps in order.
+  let n = 0;
+  let ints = 0;
+  let min = Infinity;
+  let max = -Infinity;
+  let plain = true;
+  for (let e = t.f; e !== undefined; e = e.n) {
+    const k = e.key;
+    switch (k.type) {
+      case T_NUMINT:
+        n++;
+        ints++;
+        if (k.value < min) min = k.value;
+        if (k.value > max) max = k.value;
+        plain = false;
+        break;
+      case T_SHRSTR:
+      case T_LNGSTR:
+        n++;
+        if (!stringText((k.value as TString).realstring).plainKey) plain = false;
+        break;
+      case T_NUMFLT:
+      case T_BOOLEAN:
+        n++;
+        plain = false;
+        break;
+      default:
+      // Other keys are dropped and do not count.
+    }
+  }
+  if (n === 0) return '{}';
+  const next = depth + 1;
+
+  if (ints === n && min >= 1 && max <= n) {
+    let out = '[';
+    for (let i = 1; i <= n; i++) {
+      const v = valueText((t.strong.get(i) as Entry).value, next);
+      out += (i === 1 ? '' : ',') + (v === undefined ? 'null' : v);
+    }
+    return out + ']';
+  }
+
+  if (plain) {
+    let out = '{';
+    for (let e = t.f; e !== undefined; e = e.n) {
+      const type = e.key.type;
+      if (type !== T_SHRSTR && type !== T_LNGSTR) continue;
+      const v = valueText(e.value, next);
+      if (v === undefined) continue;
+      out += (out.length === 1 ? '' : ',') + stringText((e.key.value as TString).realstring).quoted + ':' + v;
+    }
+    return out + '}';
+  }
+
+  const fields: Record<string, string> = {};
+  for (let e = t.f; e !== undefined; e = e.n) {
+    const k = e.key;
+    let key: string;
+    switch (k.type) {
+      case T_NUMINT:
+      case T_NUMFLT:
+        key = String(k.value);
+        break;
+      case T_SHRSTR:
+      case T_LNGSTR:
+        key = jsString((k.value as TString).realstring);
+        break;
+      case T_BOOLEAN:
+        key = k.value ? 'true' : 'false';
+        break;
+      default:
+        continue;
+    }
+    const v = valueText(e.value, next);
+    if (v !== undefined) fields[key] = v;
+  }
+  return mixedObjectText(fields);
+}
+
+// Last, so that everything it touches is initialised.
+/** The speed internals, or null when the gate is shut. */
+export const internals: FengariInternals | null = internalsOff === null ? speedInternals() : null;
+
+function speedInternals(): FengariInternals {
+  NIL = lobject.luaO_nilobject;
+  TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
+  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText };
+}
