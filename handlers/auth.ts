@@ -1,63 +1,80 @@
 import { loginWithPassword, registerWithPassword } from '../runtime/accounts';
 import { passClientGate } from '../runtime/client-gate';
+import { assertRegistrationAllowed } from '../runtime/registration';
+import { LogoutRequest, NewAccount, PasswordLogin, RefreshRequest, RegisterRequest, SignIn, TokenPair } from '../runtime/schemas/accounts';
+import { Success } from '../runtime/schemas/common';
 import { revokeSession, rotateRefreshToken } from '../runtime/tokens';
-import { readJsonObject, requireString } from './body';
-import { json, type Route } from './http';
+import { route, type Route } from './contract';
+import { restInput } from './input';
 
 /** Password sign-in and the token lifecycle. */
-
-
 export const authRoutes: Route[] = [
-  {
+  route({
     method: 'POST',
     path: '/api/v1/auth/register',
-    handler: async (request, ctx, call) => {
-      const body = await readJsonObject(request);
-      const username = requireString(body, 'username');
-      const password = requireString(body, 'password');
+    summary: 'Create a password account and sign it in',
+    tag: 'accounts',
+    auth: 'none',
+    rate: 'register',
+    body: RegisterRequest,
+    legacyKey: 'fields',
+    response: SignIn,
+    errors: [
+      'client_gate_denied',
+      'auth.registration_closed',
+      'auth.password_registration_disabled',
+      'auth.username_taken',
+      'auth.token_issue_failed',
+    ],
+    handle: async ({ ctx, body, call, request }) => {
+      // Presence first (the body schema), then the gate, the posture and only
+      // then the account rules: a request refused early learns nothing of them.
       await passClientGate(ctx, request, call.ip);
-      const signIn = await registerWithPassword(ctx, {
-        username,
-        password,
-        ...(body.display_name !== undefined && body.display_name !== null ? { displayName: body.display_name } : {}),
-      });
-      return json(signIn);
+      assertRegistrationAllowed(ctx, 'password');
+      return registerWithPassword(ctx, restInput(NewAccount, body, 'body', 'fields'));
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/auth/login',
-    handler: async (request, ctx) => {
-      const body = await readJsonObject(request);
-      const username = requireString(body, 'username');
-      const password = requireString(body, 'password');
-      return json(await loginWithPassword(ctx, username, password));
-    },
-  },
-  {
+    summary: 'Sign in with username and password',
+    tag: 'accounts',
+    auth: 'none',
+    rate: 'auth',
+    body: PasswordLogin,
+    legacyKey: 'fields',
+    response: SignIn,
+    errors: ['auth.invalid_credentials', 'auth.token_issue_failed'],
+    handle: ({ ctx, body }) => loginWithPassword(ctx, body),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/auth/refresh',
-    handler: async (request, ctx) => {
-      const body = await readJsonObject(request);
-      const pair = await rotateRefreshToken(ctx, requireString(body, 'refresh_token'));
-      return json({ access_token: pair.access_token, refresh_token: pair.refresh_token });
-    },
-  },
-  {
+    summary: 'Trade a refresh token for a new pair (single use)',
+    tag: 'accounts',
+    auth: 'none',
+    rate: 'auth',
+    body: RefreshRequest,
+    legacyKey: 'fields',
+    response: TokenPair,
+    errors: ['unauthenticated'],
+    handle: ({ ctx, body }) => rotateRefreshToken(ctx, body.refresh_token),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/auth/logout',
-    handler: async (request, ctx, call) => {
-      // Logout answers 200 whatever it is sent: an
-      // unreadable body is the same as none.
-      let body: Record<string, unknown> = {};
-      try {
-        body = await readJsonObject(request);
-      } catch {
-        body = {};
-      }
-      const refresh = typeof body.refresh_token === 'string' ? body.refresh_token : null;
-      await revokeSession(ctx, refresh, call.bearer);
-      return json({ success: true });
+    summary: 'Revoke the refresh token family and the bearer token; answers the same whatever it finds',
+    tag: 'accounts',
+    auth: 'none',
+    rate: 'auth',
+    body: LogoutRequest,
+    lenientBody: true,
+    legacyKey: 'fields',
+    response: Success,
+    errors: [],
+    handle: async ({ ctx, body, call }) => {
+      await revokeSession(ctx, body.refresh_token ?? null, call.bearer);
+      return { success: true as const };
     },
-  },
+  }),
 ];

@@ -1,45 +1,63 @@
 import { passClientGate } from '../runtime/client-gate';
-import { missingField } from '../runtime/errors';
 import { linkProvider, signInWithProvider, unlinkProvider } from '../runtime/identities';
-import { readJsonObject, requireString } from './body';
-import { json, requirePlayer, type Route } from './http';
-import { queryParam } from './pagination';
+import { Linked, ProviderQuery, ProviderSignIn, ProviderToken } from '../runtime/schemas/accounts';
+import { Success } from '../runtime/schemas/common';
+import { route, type Route } from './contract';
 
 /** Provider sign-in, link and unlink. */
 export const identityRoutes: Route[] = [
-  {
+  route({
     method: 'POST',
     path: '/api/v1/auth/oauth',
-    handler: async (request, ctx, call) => {
-      const body = await readJsonObject(request);
-      const provider = requireString(body, 'provider');
-      const token = requireString(body, 'token');
-      // After the limiter (pipeline), before any call to the provider.
-      await passClientGate(ctx, request, call.ip, token);
-      return json(await signInWithProvider(ctx, provider, token));
+    summary: 'Sign in with a provider token, creating the account on first use',
+    tag: 'accounts',
+    auth: 'none',
+    rate: 'auth',
+    body: ProviderToken,
+    legacyKey: 'fields',
+    response: ProviderSignIn,
+    errors: [
+      'client_gate_denied',
+      'auth.unsupported_provider',
+      'auth.provider_rejected',
+      'auth.registration_closed',
+      'auth.already_registering',
+      'auth.registration_failed',
+      'auth.token_issue_failed',
+    ],
+    handle: async ({ ctx, body, call, request }) => {
+      // Before any call to the provider.
+      await passClientGate(ctx, request, call.ip, body.token);
+      return signInWithProvider(ctx, body);
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/auth/link',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      const body = await readJsonObject(request);
-      const provider = requireString(body, 'provider');
-      const token = requireString(body, 'token');
-      return json(await linkProvider(ctx, playerId, provider, token));
-    },
-  },
-  {
+    summary: "Add a provider identity to the caller's account",
+    tag: 'accounts',
+    auth: 'player',
+    rate: 'auth',
+    body: ProviderToken,
+    legacyKey: 'fields',
+    response: Linked,
+    errors: ['auth.unsupported_provider', 'auth.provider_rejected', 'auth.provider_already_linked', 'auth.link_failed'],
+    handle: ({ ctx, player, body }) => linkProvider(ctx, player.playerId, body),
+  }),
+  route({
     method: 'DELETE',
     path: '/api/v1/auth/unlink',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      // The provider comes from the query string only: a DELETE body is never read.
-      const provider = queryParam(request.query, 'provider');
-      if (!provider) throw missingField('provider');
-      await unlinkProvider(ctx, playerId, provider);
-      return json({ success: true });
+    summary: "Remove the caller's identities of one provider, unless they are the last way to sign in",
+    tag: 'accounts',
+    auth: 'player',
+    rate: 'auth',
+    query: ProviderQuery,
+    legacyKey: 'fields',
+    response: Success,
+    errors: ['missing_field', 'auth.identity_not_found', 'auth.last_auth_method'],
+    handle: async ({ ctx, player, query }) => {
+      await unlinkProvider(ctx, player.playerId, query.provider);
+      return { success: true as const };
     },
-  },
+  }),
 ];

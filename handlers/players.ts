@@ -1,58 +1,81 @@
-import { ApiError, missingField, rateLimited } from '../runtime/errors';
+import { ApiError, rateLimited } from '../runtime/errors';
 import { eraseSelf, findPlayersByUsername, getPlayer, updatePlayer } from '../runtime/players';
-import { readJsonObject } from './body';
-import { json, requirePlayer, type Route } from './http';
-import { queryParam } from './pagination';
+import { idOf, Text } from '../runtime/schemas/common';
+import { EraseConfirmation, Erased, Player, PlayerList, PlayerSearch, ProfileUpdate } from '../runtime/schemas/players';
+import { z } from 'zod';
+import { route, type Route } from './contract';
 
 /** Player profiles and self-erasure. */
 export const playerRoutes: Route[] = [
-  {
+  route({
     method: 'POST',
     path: '/api/v1/players/me/erase',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
+    summary: "Erase the caller's account and everything that is theirs",
+    tag: 'players',
+    auth: 'player',
+    rate: 'api',
+    body: EraseConfirmation,
+    response: Erased,
+    errors: ['player.confirmation_failed', 'player.credentials_changed', 'player.erase_failed'],
+    handle: async ({ ctx, player, body }) => {
       // Its own tight bucket: the wrong-password path costs a full hash.
-      const decision = ctx.limits.take('erase', `p:${playerId}`);
+      const decision = ctx.limits.take('erase', `p:${player.playerId}`);
       if (!decision.ok) throw rateLimited(decision.retryAfterMs);
-      await eraseSelf(ctx, playerId, await readJsonObject(request));
-      return json({ deleted: true });
+      await eraseSelf(ctx, player.playerId, body);
+      return { deleted: true as const };
     },
-  },
-  {
+  }),
+  route({
     // Before `/players/:id`, which would read `me` as an id.
     method: 'GET',
     path: '/api/v1/players/me',
-    handler: async (_request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      return json(await getPlayer(ctx, playerId));
-    },
-  },
-  {
+    summary: "The caller's own profile",
+    tag: 'players',
+    auth: 'player',
+    rate: 'api',
+    response: Player,
+    errors: ['player.not_found'],
+    handle: ({ ctx, player }) => getPlayer(ctx, player.playerId),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/players',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      const username = queryParam(request.query, 'username');
-      if (username === null || username === '') throw missingField('username');
-      if (username.length > 255) return json({ players: [] });
-      return json(await findPlayersByUsername(ctx, username));
-    },
-  },
-  {
+    summary: 'Find a player by exact username; empty when nobody has it',
+    tag: 'players',
+    auth: 'player',
+    rate: 'api',
+    query: PlayerSearch,
+    response: PlayerList,
+    errors: ['missing_field'],
+    handle: ({ ctx, query }) => findPlayersByUsername(ctx, query.username),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/players/:id',
-    handler: async (request, ctx, call) => {
-      requirePlayer(call);
-      return json(await getPlayer(ctx, request.params.id!));
-    },
-  },
-  {
+    summary: "Any player's public profile",
+    tag: 'players',
+    auth: 'player',
+    rate: 'api',
+    params: z.object({ id: idOf('player.not_found', 'player') }),
+    response: Player,
+    errors: ['player.not_found'],
+    handle: ({ ctx, params }) => getPlayer(ctx, params.id),
+  }),
+  route({
     method: 'PUT',
     path: '/api/v1/players/:id',
-    handler: async (request, ctx, call) => {
-      const { playerId } = requirePlayer(call);
-      if (request.params.id !== playerId) throw new ApiError('forbidden', 'You can only update your own profile.');
-      return json(await updatePlayer(ctx, playerId, await readJsonObject(request)));
+    summary: "Update the caller's own profile",
+    tag: 'players',
+    auth: 'player',
+    rate: 'api',
+    // Any id but the caller's is refused before a lookup, so this one is not checked as a UUID.
+    params: z.object({ id: Text }),
+    body: ProfileUpdate,
+    response: Player,
+    errors: ['forbidden', 'player.not_found'],
+    handle: ({ ctx, player, params, body }) => {
+      if (params.id !== player.playerId) throw new ApiError('forbidden', 'You can only update your own profile.');
+      return updatePlayer(ctx, player.playerId, body);
     },
-  },
+  }),
 ];

@@ -2,10 +2,10 @@ import type { Transaction } from 'kysely';
 import type { Ctx } from './context';
 import { isUniqueViolation, jsonb } from './database';
 import { registerErasable } from './erasure';
-import { ApiError, rateLimited, validationFailed } from './errors';
-import { assertRegistrationAllowed } from './registration';
+import { ApiError, rateLimited } from './errors';
 import type { Database } from './schema';
-import { issueTokenPair, type TokenPair } from './tokens';
+import type { NewAccount, PasswordLogin, SignIn, TokenPair } from './schemas/accounts';
+import { issueTokenPair } from './tokens';
 
 /** Password accounts: register and login. */
 
@@ -15,13 +15,6 @@ registerErasable(
   { table: 'player_stats', column: 'player_id', mode: 'delete' },
 );
 
-/** The token-pair response of every sign-in route. */
-export interface SignIn extends TokenPair {
-  player_id: string;
-  username: string;
-}
-
-const USERNAME_CHARS = /^[A-Za-z0-9_-]*$/;
 export const DISPLAY_NAME_MAX = 64;
 
 /** Characters as a person counts them (code points), not UTF-16 units. */
@@ -29,29 +22,6 @@ export function charLength(text: string): number {
   let n = 0;
   for (const _ of text) n++;
   return n;
-}
-
-/**
- * Rules 1.1 for a username and password (register and guest upgrade).
- * Returns per-field messages; empty when both pass.
- */
-export function credentialProblems(username: string, password: string): Record<string, string[]> {
-  const problems: Record<string, string[]> = {};
-  const name: string[] = [];
-  const nameLength = charLength(username);
-  if (nameLength < 3 || nameLength > 32) name.push('must be 3 to 32 characters');
-  if (!USERNAME_CHARS.test(username)) name.push('may contain only letters, digits, underscore and hyphen');
-  if (name.length) problems.username = name;
-  const passwordLength = charLength(password);
-  if (passwordLength < 8 || passwordLength > 128) problems.password = ['must be 8 to 128 characters'];
-  return problems;
-}
-
-/** Display names are 1-64 characters on register and update alike. */
-export function displayNameProblems(value: unknown): string[] {
-  if (typeof value !== 'string') return ['must be a string'];
-  const n = charLength(value);
-  return n < 1 || n > DISPLAY_NAME_MAX ? [`must be 1 to ${DISPLAY_NAME_MAX} characters`] : [];
 }
 
 export interface NewPlayer {
@@ -84,38 +54,23 @@ export async function insertPlayer(trx: Transaction<Database>, ctx: Pick<Ctx, 'i
   return playerId;
 }
 
-export interface PasswordRegistration {
-  username: string;
-  password: string;
-  /** As sent; validated here. Undefined means "use the username". */
-  displayName?: unknown;
-}
-
 /**
  * Creates a password account with its stats row and first token pair in one
- * transaction. The caller has already checked field presence and run the
- * client gate; this applies mode → field rules → hash → uniqueness, so a
- * request that fails a rule never costs a hash.
+ * transaction. The caller has run the client gate, checked the registration
+ * posture and applied the account rules, in that order, so a refused request
+ * never costs a hash.
  */
-export async function registerWithPassword(ctx: Ctx, input: PasswordRegistration): Promise<SignIn> {
-  assertRegistrationAllowed(ctx, 'password');
-  const problems = credentialProblems(input.username, input.password);
-  if (input.displayName !== undefined) {
-    const nameProblems = displayNameProblems(input.displayName);
-    if (nameProblems.length) problems.display_name = nameProblems;
-  }
-  if (Object.keys(problems).length) throw validationFailed('fields', problems);
-
-  const hashed = await ctx.passwords.hash(input.password);
+export async function registerWithPassword(ctx: Ctx, account: NewAccount): Promise<SignIn> {
+  const hashed = await ctx.passwords.hash(account.password);
   try {
     return await ctx.db.transaction().execute(async (trx) => {
       const playerId = await insertPlayer(trx, ctx, {
-        username: input.username,
-        displayName: (input.displayName as string | undefined) ?? input.username,
+        username: account.username,
+        displayName: account.display_name ?? account.username,
         hashedPassword: hashed,
       });
       const pair = await issueOrFail(ctx, () => issueTokenPair(trx, ctx, playerId));
-      return { player_id: playerId, ...pair, username: input.username };
+      return { player_id: playerId, ...pair, username: account.username };
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new ApiError('auth.username_taken', 'That username is taken.', { field: 'username' });
@@ -128,7 +83,7 @@ export async function registerWithPassword(ctx: Ctx, input: PasswordRegistration
  * without a password, a banned account) is the same 401 after the same one
  * key derivation, so neither status nor timing tells which it was.
  */
-export async function loginWithPassword(ctx: Ctx, username: string, password: string): Promise<SignIn> {
+export async function loginWithPassword(ctx: Ctx, { username, password }: PasswordLogin): Promise<SignIn> {
   // Refused before the derivation, whether or not the account exists, so the
   // limit neither reveals accounts nor lets a locked account be probed.
   const failures = ctx.limits.check('login_failures', username);

@@ -31,6 +31,12 @@ export type ClientGateVerdict = { action: 'allow' | 'skip' } | { action: 'deny';
 
 export type ClientGate = (input: ClientGateInput) => Promise<unknown> | unknown;
 
+/** The part of a request the gate sees: its path and headers (any host's request shape has these). */
+export interface GatedRequest {
+  readonly url: string;
+  readonly headers: { forEach(callback: (value: string, name: string) => void): void };
+}
+
 export const GATE_UNAVAILABLE = 'client_gate_unavailable';
 const MAX_REASON_LENGTH = 256;
 const WITHHELD_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
@@ -41,7 +47,7 @@ const WITHHELD_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorizatio
  */
 export async function passClientGate(
   ctx: Pick<Ctx, 'clientGate' | 'settings' | 'log'>,
-  request: Request,
+  request: GatedRequest,
   ip: string,
   token?: string,
 ): Promise<void> {

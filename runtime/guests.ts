@@ -1,13 +1,14 @@
 import { sql, type Transaction } from 'kysely';
-import { credentialProblems, insertPlayer, issueOrFail, type SignIn } from './accounts';
+import { insertPlayer, issueOrFail } from './accounts';
 import type { Ctx } from './context';
 import { base64ToBytes, bytesToBase64, bytesToHex, constantTimeEqual, randomBytes } from './crypto';
 import { isUniqueViolation, jsonb, type Db } from './database';
 import { erasePlayer } from './erasure';
-import { ApiError, rateLimited, validationFailed } from './errors';
+import { ApiError, rateLimited } from './errors';
 import { isIdentityConflict } from './identities';
 import { assertRegistrationAllowed } from './registration';
 import type { Database } from './schema';
+import type { GuestDevice, GuestSignIn, GuestUpgraded, NewCredentials } from './schemas/accounts';
 import { issueTokenPair, revokePlayerTokens } from './tokens';
 
 /**
@@ -21,9 +22,6 @@ import { issueTokenPair, revokePlayerTokens } from './tokens';
 
 export const GUEST_PROVIDER = 'guest';
 const SALT_BYTES = 16;
-const SECRET_MIN_BYTES = 32;
-const SECRET_MAX_BYTES = 128;
-const DEVICE_ID_MAX_BYTES = 255;
 /** Guest creations take this transaction-scoped lock so the cap is counted and filled one at a time. */
 const CREATE_LOCK = sql`select pg_advisory_xact_lock(hashtext('svc.guest_create'))`;
 /** A reap pass erases at most this many guests, so one pass stays short. */
@@ -35,13 +33,6 @@ interface GuestVerifier {
   verifier: string;
   revoked: boolean;
 }
-
-export interface DeviceCredential {
-  deviceId: string;
-  secret: Uint8Array<ArrayBuffer>;
-}
-
-export type GuestSignIn = SignIn & { guest: true; created?: true };
 
 /**
  * Guests are on when the game declares `guest_auth = true` (or the operator's
@@ -55,21 +46,6 @@ export function guestsEnabled(ctx: Pick<Ctx, 'settings' | 'game'>): boolean {
 
 export function assertGuestsEnabled(ctx: Pick<Ctx, 'settings' | 'game'>): void {
   if (!guestsEnabled(ctx)) throw new ApiError('guest.disabled', 'Guest sign-in is not enabled on this deployment.');
-}
-
-/** Checks a guest device credential's shape (id length, secret size); presence is the caller's check. */
-export function readDeviceCredential(deviceId: string, deviceSecret: string): DeviceCredential {
-  const idBytes = new TextEncoder().encode(deviceId).byteLength;
-  if (idBytes === 0 || idBytes > DEVICE_ID_MAX_BYTES) {
-    throw new ApiError('guest.invalid_device_id', `device_id must be 1 to ${DEVICE_ID_MAX_BYTES} bytes.`, { field: 'device_id' });
-  }
-  const secret = base64ToBytes(deviceSecret);
-  if (!secret || secret.length < SECRET_MIN_BYTES || secret.length > SECRET_MAX_BYTES) {
-    throw new ApiError('guest.weak_device_secret', `device_secret must be base64 of ${SECRET_MIN_BYTES} to ${SECRET_MAX_BYTES} random bytes.`, {
-      field: 'device_secret',
-    });
-  }
-  return { deviceId, secret };
 }
 
 async function computeVerifier(pepper: string, salt: Uint8Array, secret: Uint8Array): Promise<Uint8Array> {
@@ -141,16 +117,16 @@ class CreateDenied extends Error {
  * `POST /auth/guest`: resumes the guest registered for the device, or creates
  * one. The caller has checked enablement and ran the client gate.
  */
-export async function signInAsGuest(ctx: Ctx, credential: DeviceCredential): Promise<GuestSignIn> {
+export async function signInAsGuest(ctx: Ctx, device: GuestDevice): Promise<GuestSignIn> {
   const found = await ctx.db
     .selectFrom('player_identities as i')
     .leftJoin('players as p', 'p.id', 'i.player_id')
     .select(['i.id as identity_id', 'i.provider_metadata', 'p.id as player_id', 'p.username', 'p.banned_at'])
     .select(unclaimed('p').as('is_unclaimed'))
     .where('i.provider', '=', GUEST_PROVIDER)
-    .where('i.provider_uid', '=', credential.deviceId)
+    .where('i.provider_uid', '=', device.device_id)
     .executeTakeFirst();
-  if (!found) return createGuest(ctx, credential);
+  if (!found) return createGuest(ctx, device);
 
   if (found.player_id === null || found.username === null) {
     ctx.log.error('guest_without_player', { identity_id: found.identity_id });
@@ -159,7 +135,7 @@ export async function signInAsGuest(ctx: Ctx, credential: DeviceCredential): Pro
   const stored = storedVerifier(found.provider_metadata);
   // Upgrade deletes the verifier: the device no longer signs anyone in.
   if (!stored) throw new ApiError('guest.already_upgraded', 'This guest account has been claimed; sign in with its credentials.');
-  if (!(await secretMatches(ctx, stored, credential.secret))) {
+  if (!(await secretMatches(ctx, stored, device.device_secret))) {
     throw new ApiError('guest.invalid_device_secret', 'The device secret does not match this device.');
   }
   if (stored.revoked || found.banned_at !== null) throw new ApiError('guest.revoked', 'This guest credential has been revoked.');
@@ -167,7 +143,7 @@ export async function signInAsGuest(ctx: Ctx, credential: DeviceCredential): Pro
 
   // Touching the identity is what "seen" means to the reaper; a verifier under
   // a retired key id is re-made under the current one, so old peppers can go.
-  const rekeyed = stored.key_id === ctx.settings.guest_verifier_key_id ? null : await newVerifier(ctx, credential.secret);
+  const rekeyed = stored.key_id === ctx.settings.guest_verifier_key_id ? null : await newVerifier(ctx, device.device_secret);
   await ctx.db
     .updateTable('player_identities')
     .set({ updated_at: new Date(ctx.clock.now()), ...(rekeyed ? { provider_metadata: jsonb(rekeyed) } : {}) })
@@ -178,7 +154,7 @@ export async function signInAsGuest(ctx: Ctx, credential: DeviceCredential): Pro
   return { player_id: playerId, ...pair, username: found.username, guest: true };
 }
 
-async function createGuest(ctx: Ctx, credential: DeviceCredential): Promise<GuestSignIn> {
+async function createGuest(ctx: Ctx, device: GuestDevice): Promise<GuestSignIn> {
   const deny = (reason: string, fields: Record<string, unknown> = {}) =>
     ctx.log.warn('guest_create_denied', { reason, ...fields });
   try {
@@ -192,9 +168,9 @@ async function createGuest(ctx: Ctx, credential: DeviceCredential): Promise<Gues
     deny('rate_limited');
     throw rateLimited(decision.retryAfterMs, 'guest.rate_limited');
   }
-  await ctx.seams?.guestAfterLookup?.(credential.deviceId);
+  await ctx.seams?.guestAfterLookup?.(device.device_id);
 
-  const verifier = await newVerifier(ctx, credential.secret);
+  const verifier = await newVerifier(ctx, device.device_secret);
   const username = `guest_${bytesToHex(randomBytes(8))}`;
   const cap = ctx.settings.guest_unlinked_cap;
   try {
@@ -217,7 +193,7 @@ async function createGuest(ctx: Ctx, credential: DeviceCredential): Promise<Gues
           id: ctx.ids.uuid(),
           player_id: playerId,
           provider: GUEST_PROVIDER,
-          provider_uid: credential.deviceId,
+          provider_uid: device.device_id,
           provider_metadata: jsonb(verifier),
           updated_at: new Date(ctx.clock.now()),
         })
@@ -249,9 +225,7 @@ async function createGuest(ctx: Ctx, credential: DeviceCredential): Promise<Gues
  * families), the device verifier is deleted (the identity row stays, so the
  * device answers `guest.already_upgraded`), and id and progress are kept.
  */
-export async function upgradeGuest(ctx: Ctx, playerId: string, username: string, password: string): Promise<SignIn & { upgraded: true }> {
-  const problems = credentialProblems(username, password);
-  if (Object.keys(problems).length) throw validationFailed('fields', problems);
+export async function upgradeGuest(ctx: Ctx, playerId: string, { username, password }: NewCredentials): Promise<GuestUpgraded> {
   const state = await guestState(ctx.db, playerId);
   if (!state) throw new ApiError('player.not_found', 'No such player.');
   if (!state.is_unclaimed) throw new ApiError('guest.not_unclaimed', 'Only an unclaimed guest account can be upgraded.');

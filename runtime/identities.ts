@@ -1,4 +1,4 @@
-import { DISPLAY_NAME_MAX, insertPlayer, issueOrFail, type SignIn } from './accounts';
+import { DISPLAY_NAME_MAX, insertPlayer, issueOrFail } from './accounts';
 import type { Clock, Ctx } from './context';
 import { randomBytes } from './crypto';
 import { isUniqueViolation, jsonb } from './database';
@@ -6,6 +6,7 @@ import { ApiError } from './errors';
 import type { Logger } from './log';
 import { oidcVerifiers, rejected, type OutboundFetch } from './oidc';
 import { assertRegistrationAllowed } from './registration';
+import type { Linked, ProviderSignIn, ProviderToken } from './schemas/accounts';
 import type { Settings } from './settings';
 import { SteamVerifier } from './steam';
 import { issueTokenPair } from './tokens';
@@ -103,8 +104,6 @@ function generatedUsername(identity: ProviderIdentity): string {
   return `${identity.provider}_${Array.from(identity.uid).slice(0, 8).join('')}_${String(n! % 10000).padStart(4, '0')}`;
 }
 
-export type ProviderSignIn = SignIn & { created?: true };
-
 /**
  * `POST /auth/oauth`: a known identity logs its player in (refreshing what
  * the provider says about it); an unknown one creates a player, if the
@@ -112,7 +111,7 @@ export type ProviderSignIn = SignIn & { created?: true };
  * first sign-ins the identity insert of one fails on the unique pair: 409
  * `auth.already_registering`, and the retry logs in.
  */
-export async function signInWithProvider(ctx: Ctx, provider: string, token: string): Promise<ProviderSignIn> {
+export async function signInWithProvider(ctx: Ctx, { provider, token }: ProviderToken): Promise<ProviderSignIn> {
   if (!ctx.identity.supports(provider)) throw unsupported();
   const identity = await ctx.identity.verify(provider, token);
   const known = await ctx.db
@@ -195,12 +194,7 @@ async function insertIdentity(trx: Executor, ctx: Pick<Ctx, 'ids' | 'clock'>, pl
  * identity that exists already, whoever owns it (the caller included),
  * answers 409 `auth.provider_already_linked`.
  */
-export async function linkProvider(
-  ctx: Ctx,
-  playerId: string,
-  provider: string,
-  token: string,
-): Promise<{ provider: string; provider_uid: string; linked: true }> {
+export async function linkProvider(ctx: Ctx, playerId: string, { provider, token }: ProviderToken): Promise<Linked> {
   if (!ctx.identity.supports(provider)) throw unsupported();
   const identity = await ctx.identity.verify(provider, token);
   const taken = new ApiError('auth.provider_already_linked', 'That provider identity is already linked to an account.');

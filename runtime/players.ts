@@ -1,30 +1,21 @@
 import type { Selectable } from 'kysely';
-import { displayNameProblems } from './accounts';
 import { writeAudit } from './audit';
 import type { Ctx } from './context';
 import { isoSeconds, jsonb } from './database';
 import { erasePlayer } from './erasure';
-import { ApiError, missingField, validationFailed } from './errors';
-import { isUuid } from './ids';
+import { ApiError, missingField } from './errors';
 import type { PlayersTable } from './schema';
+import type { EraseConfirmation, Player, ProfileUpdate } from './schemas/players';
 
 /** Player profiles and self-erasure. */
 
-/** The public projection; identical for every viewer. Never credentials, ban state, identities or stats. */
-export interface PlayerView {
-  id: string;
-  username: string;
-  display_name: string | null;
-  avatar_url: string | null;
-  metadata: Record<string, unknown>;
-  inserted_at: string | null;
-  updated_at: string | null;
-}
-
-export const METADATA_MAX_BYTES = 16_384;
+/** The public projection never carries credentials, ban state, identities or stats. */
 const PUBLIC_COLUMNS = ['id', 'username', 'display_name', 'avatar_url', 'metadata', 'inserted_at', 'updated_at'] as const;
 
-function view(row: Pick<Selectable<PlayersTable>, (typeof PUBLIC_COLUMNS)[number]>): PlayerView {
+/** Usernames are stored in at most this many characters, so a longer one names nobody. */
+const USERNAME_COLUMN_MAX = 255;
+
+function view(row: Pick<Selectable<PlayersTable>, (typeof PUBLIC_COLUMNS)[number]>): Player {
   return {
     id: row.id,
     username: row.username,
@@ -36,8 +27,7 @@ function view(row: Pick<Selectable<PlayersTable>, (typeof PUBLIC_COLUMNS)[number
   };
 }
 
-export async function getPlayer(ctx: Pick<Ctx, 'db'>, id: string): Promise<PlayerView> {
-  if (!isUuid(id)) throw new ApiError('player.not_found', 'No such player.');
+export async function getPlayer(ctx: Pick<Ctx, 'db'>, id: string): Promise<Player> {
   const row = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('id', '=', id).executeTakeFirst();
   if (!row) throw new ApiError('player.not_found', 'No such player.');
   return view(row);
@@ -48,36 +38,16 @@ export async function getPlayer(ctx: Pick<Ctx, 'db'>, id: string): Promise<Playe
  * around by hand (decision 0015). A list, empty when nobody has that name, so
  * the shape can grow into a search without breaking clients.
  */
-export async function findPlayersByUsername(ctx: Pick<Ctx, 'db'>, username: string): Promise<{ players: PlayerView[] }> {
+export async function findPlayersByUsername(ctx: Pick<Ctx, 'db'>, username: string): Promise<{ players: Player[] }> {
+  if (username.length > USERNAME_COLUMN_MAX) return { players: [] };
   const rows = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('username', '=', username).limit(1).execute();
   return { players: rows.map(view) };
 }
 
-/**
- * Applies the recognised keys of a profile update (`display_name`,
- * `avatar_url`, `metadata`); other keys are ignored and omitted ones stay.
- * Any invalid value fails the whole update (422 with the `errors` key).
- */
-export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock'>, id: string, body: Record<string, unknown>): Promise<PlayerView> {
-  const problems: Record<string, string[]> = {};
-  const changes: { display_name?: string; avatar_url?: string; metadata?: unknown } = {};
-  if (body.display_name !== undefined) {
-    const p = displayNameProblems(body.display_name);
-    if (p.length) problems.display_name = p;
-    else changes.display_name = body.display_name as string;
-  }
-  if (body.avatar_url !== undefined) {
-    if (typeof body.avatar_url !== 'string') problems.avatar_url = ['must be a string'];
-    else changes.avatar_url = body.avatar_url;
-  }
-  if (body.metadata !== undefined) {
-    const m = body.metadata;
-    if (m === null || typeof m !== 'object' || Array.isArray(m)) problems.metadata = ['must be a JSON object'];
-    else if (new TextEncoder().encode(JSON.stringify(m)).byteLength > METADATA_MAX_BYTES) problems.metadata = ['must be 16 KB or less'];
-    else changes.metadata = jsonb(m);
-  }
-  if (Object.keys(problems).length) throw validationFailed('errors', problems);
-
+/** Applies a profile update; omitted keys stay as they are. */
+export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock'>, id: string, update: ProfileUpdate): Promise<Player> {
+  const { metadata, ...text } = update;
+  const changes = { ...text, ...(metadata !== undefined ? { metadata: jsonb(metadata) } : {}) };
   const row = await ctx.db
     .updateTable('players')
     .set({ ...changes, updated_at: new Date(ctx.clock.now()) })
@@ -95,7 +65,7 @@ export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock'>, id: string, b
  * between answers 409 and deletes nothing. The audit row commits with the
  * erasure, and the player's cached tokens are dropped right after commit.
  */
-export async function eraseSelf(ctx: Ctx, playerId: string, body: Record<string, unknown>): Promise<void> {
+export async function eraseSelf(ctx: Ctx, playerId: string, { password }: EraseConfirmation): Promise<void> {
   const player = await ctx.db
     .selectFrom('players')
     .select(['id', 'hashed_password'])
@@ -103,8 +73,8 @@ export async function eraseSelf(ctx: Ctx, playerId: string, body: Record<string,
     .executeTakeFirst();
   if (!player) throw new ApiError('unauthenticated');
   if (player.hashed_password !== null) {
-    if (typeof body.password !== 'string') throw missingField('password');
-    const ok = await ctx.passwords.verify(body.password, player.hashed_password);
+    if (password === undefined) throw missingField('password');
+    const ok = await ctx.passwords.verify(password, player.hashed_password);
     if (!ok) throw new ApiError('player.confirmation_failed', 'The password does not match; nothing was deleted.');
   }
   await ctx.seams?.eraseAfterCheck?.(playerId);

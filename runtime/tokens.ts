@@ -4,6 +4,7 @@ import { bytesToBase64Url, randomBytes, sha256Hex } from './crypto';
 import type { Db } from './database';
 import { ApiError } from './errors';
 import type { Database } from './schema';
+import type { TokenPair } from './schemas/accounts';
 
 /**
  * Player bearer tokens. Each token is 32 random bytes,
@@ -11,11 +12,6 @@ import type { Database } from './schema';
  * session. An access token and the refresh token issued with it share a
  * `family_id`: the lineage a refresh rotates within and a reuse burns.
  */
-
-export interface TokenPair {
-  access_token: string;
-  refresh_token: string;
-}
 
 /** What a valid access token resolves to, with its expiry so a cache never outlives it. */
 export interface ResolvedAccess {
@@ -194,8 +190,7 @@ export async function revokePlayerTokens(trx: Transaction<Database>, playerId: s
   await trx.deleteFrom('player_tokens').where('user_id', '=', playerId).execute();
 }
 
-/** Deletes a family's tokens; a token minted without a family goes alone. */
-/** Deletes a refresh token's whole family; answers the ids of the tokens that died. */
+/** Deletes a refresh token's whole family (a token minted without one goes alone); answers the ids of the tokens that died. */
 async function revokeFamily(trx: Transaction<Database>, familyId: string | null, tokenId: string): Promise<string[]> {
   const rows = await trx
     .deleteFrom('player_tokens')
@@ -212,8 +207,9 @@ async function revokeFamily(trx: Transaction<Database>, familyId: string | null,
  */
 export function uncachedTokenResolver(db: Db, now: () => number): TokenResolver {
   return {
-    async resolve(accessToken) {
+    async resolve(accessToken, beforeLookup) {
       if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return null;
+      beforeLookup?.();
       return (await findAccessToken(db, await hashToken(accessToken), now()))?.principal ?? null;
     },
     async evictToken() {},
