@@ -9,18 +9,19 @@
  * lists, string objects, module-object functions the interpreter calls
  * through) that a release may change without notice, and a change would not
  * fail loudly: a replaced function would silently stop being called, or run
- * against fields that now mean something else. So none of it is even loaded
- * unless the installed fengari is exactly WRITTEN_FOR. Otherwise `internals`
- * is null, the callers (marshal.ts, vm.ts) take their public-API paths,
- * which give the same results more slowly, and `reportFengariInternals`
- * says so once in the log.
+ * against fields that now mean something else. So none of it runs, and the
+ * modules only it uses are not even loaded, unless the installed fengari is
+ * exactly WRITTEN_FOR. Otherwise `internals` is null, the callers
+ * (marshal.ts, vm.ts) take their public-API paths, which give the same
+ * results more slowly, and `reportFengariInternals` says so once in the log.
  *
  * One piece is a limit, not speed, and has no public-API equivalent: the
  * watch on string building (the `..` operator and every luaL_Buffer), which
  * bounds each string a script builds and charges its bytes. Without it a
  * loop doubling a string exhausts the process's memory between two hooks.
- * So it is not gated on the version but on behaviour: it is installed on any
- * release where its two hook points exist, then checked on a scratch state;
+ * So it is not gated on the version but on behaviour (its module, lobject,
+ * is imported on every release): it is installed where its two hook points
+ * exist, then checked on a scratch state;
  * where it does not see both kinds of string building it is removed again
  * and `watchStrings` throws, so no script runs unbounded.
  *
