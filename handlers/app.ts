@@ -97,11 +97,7 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
     if (segment === null || /[:*]/.test(segment)) throw new Error(`route ${r.method} ${r.path} is not under /api/v1/<literal>`);
     let router = shards.get(segment);
     if (!router) shards.set(segment, (router = make()));
-    // TRANSITION: routes not yet declared as contracts resolve any bearer and spend the old buckets.
-    const legacy = !r.spec;
-    const spec = r.spec ?? { auth: 'optional' as never, rate: r.path === '/api/v1/auth/register' ? 'register' : r.path.startsWith('/api/v1/auth/') ? 'auth' : 'api' };
-    const handler = legacy ? (req: PipelineRequest, c: Ctx) => (r.handler as unknown as (a: PipelineRequest, b: Ctx, d: Call) => Promise<ApiResponse>)(req, c, req.call) : r.handler;
-    router[r.method.toLowerCase() as 'get']<PipelineRequest, [Ctx]>(r.path, caller(spec, ctx), handler);
+    router[r.method.toLowerCase() as 'get']<PipelineRequest, [Ctx]>(r.path, caller(r.spec, ctx), r.handler);
   }
   const unrouted = (request: PipelineRequest): never => {
     spendUnrouted(ctx, request);

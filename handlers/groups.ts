@@ -123,7 +123,7 @@ export const groupRoutes: Route[] = [
     response: Success,
     errors: [],
     handle: async ({ ctx, player, params }) => {
-      if (await leaveGroup(ctx, player.playerId, params.id)) ctx.live.chat.evict(player.playerId, `room:${params.id}`);
+      await leaveGroup(ctx, player.playerId, params.id);
       return { success: true as const };
     },
   }),
@@ -165,7 +165,6 @@ export const groupRoutes: Route[] = [
     errors: ['social.member_not_found', 'forbidden'],
     handle: async ({ ctx, player, params: { id, player_id: target } }) => {
       await kickMember(ctx, player.playerId, id, target);
-      ctx.live.chat.evict(target, `room:${id}`);
       return { success: true as const };
     },
   }),

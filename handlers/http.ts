@@ -1,5 +1,5 @@
 import type { Ctx, Principal } from '../runtime/context';
-import { ApiError as ApiErrorClass, type ApiError } from '../runtime/errors';
+import type { ApiError } from '../runtime/errors';
 
 /** What the pipeline knows about one request beyond the request itself. */
 export interface Call {
@@ -101,16 +101,3 @@ export function bearerOf(request: RequestLike): string | null {
   return match ? match[1]! : null;
 }
 
-// TRANSITION: kept until every route file is a contract.
-export type ApiRequest = PipelineRequest;
-export function requirePlayer(call: Call): Principal {
-  if (!call.principal) throw new ApiErrorClass('unauthenticated');
-  return call.principal;
-}
-export function decodedParam(request: PipelineRequest, name: string): string {
-  try {
-    return decodeURIComponent(request.params[name] ?? '');
-  } catch {
-    throw new ApiErrorClass('validation_failed', 'The request did not pass validation.', { errors: { [name]: ['must be valid percent-encoded UTF-8'] } });
-  }
-}

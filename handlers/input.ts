@@ -71,7 +71,8 @@ function frameFailure(schema: z.ZodType, issues: readonly Issue[], type: string,
   const absent = issue.code === 'invalid_type' && issue.path.length === 1 && isPlainObject(payload) && payload[field] === undefined;
   const reason = absent ? (rule?.absentReason ?? rules.missing) : (rule?.invalidReason ?? rules.invalid ?? 'invalid_payload');
   const message = absent ? `${type} needs ${field}.` : `${field}: ${issue.message}`;
-  return new FrameError(reason, { message, details: { field }, ...(frameType && reason !== 'invalid_payload' ? { frameType } : {}) });
+  // The message names the field; details stay as the wire fixes them (`{reason}` for ws.request_failed).
+  return new FrameError(reason, { message, ...(frameType && reason !== 'invalid_payload' ? { frameType } : {}) });
 }
 
 /** The first failure that names its own code, by a coded refinement or by its field's rule. */

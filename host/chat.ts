@@ -19,6 +19,7 @@ import { FrameError } from '../runtime/frames';
 import { chatJoin, chatLeave, chatSend, type ChatSend } from '../runtime/schemas/chat';
 import { dmSend, type DmSend } from '../runtime/schemas/dm';
 import type { Session } from './sessions';
+import { afterCommit } from '../runtime/effects';
 import type { Gateway, Reply } from './ws';
 
 /** A message waiting for the group commit, and how to settle its sender's frame. */
@@ -186,7 +187,7 @@ export class ChatHost implements LiveChat {
     }
     const message = stampChatMessage(this.ctx, { channel, senderId: playerId, content });
     await this.#persist(message);
-    this.deliver(chatPush(message));
+    await afterCommit(this.ctx, { kind: 'message_stored', push: chatPush(message), recipientId: null });
     return null;
   }
 

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Ctx } from '../runtime/context';
 import { ApiError } from '../runtime/errors';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { frameInput } from '../handlers/input';
 import type { ClientFrameContract } from '../runtime/schemas/frame';
 import { sessionConnect, sessionHeartbeat } from '../runtime/schemas/session';
@@ -78,19 +78,9 @@ export class Gateway {
   }
 
   /** Registers the handler of a client frame contract (one per type). */
-  route<C extends ClientFrameContract>(contract: C, handle: FrameHandler<C>): void;
-  /** TRANSITION: a frame not yet declared as a contract reads its payload itself. */
-  route(type: string, legacy: { auth: boolean; handle(session: Session, frame: ClientFrame): ReturnType<FrameHandler<ClientFrameContract>> }): void;
-  route(first: ClientFrameContract | string, second: unknown): void {
-    if (typeof first === 'string') {
-      const legacy = second as { auth: boolean; handle(session: Session, frame: ClientFrame): ReturnType<FrameHandler<ClientFrameContract>> };
-      const contract = { type: first, summary: '', auth: legacy.auth, payload: z.unknown(), absent: 'empty', missing: 'invalid_payload', reply: null, legacy: true } as ClientFrameContract;
-      return this.route(contract, (session, _payload, frame) => legacy.handle(session, frame));
-    }
-    const contract = first;
-    const handle = second as FrameHandler<ClientFrameContract>;
+  route<C extends ClientFrameContract>(contract: C, handle: FrameHandler<C>): void {
     if (this.#routes.has(contract.type)) throw new Error(`frame type ${contract.type} already routed`);
-    this.#routes.set(contract.type, { contract, handle });
+    this.#routes.set(contract.type, { contract, handle: handle as FrameHandler<ClientFrameContract> });
   }
 
   /** Every routed client frame type (the fuzz test sends each one hostile payloads). */
@@ -218,7 +208,6 @@ export class Gateway {
 
   /** The payload as the frame's contract parses it; a frame that needs one and came without is `unknown_type`. */
   #payload(contract: ClientFrameContract, frame: ClientFrame): unknown {
-    if ((contract as { legacy?: boolean }).legacy) return frame.payload;
     if (!frame.hasPayload && contract.absent === 'unknown_type') throw new FrameError('unknown_type');
     return frameInput(contract.payload, contract.type, frame.hasPayload ? frame.payload : {}, contract);
   }
@@ -233,7 +222,7 @@ export class Gateway {
 
   #answer(session: Session, frame: ClientFrame, out: Reply | null | void, contract: ClientFrameContract): void {
     if (!out) return;
-    if (this.ctx.settings.response_checks && !(contract as { legacy?: boolean }).legacy) {
+    if (this.ctx.settings.response_checks) {
       try {
         checkReply(contract, out);
       } catch (err) {

@@ -1,4 +1,5 @@
 import type { Ctx } from './context';
+import { afterCommit } from './effects';
 import { ApiError } from './errors';
 import { channelHistory, dmChannelId, parseChannel, storeChatMessage } from './chat';
 import { eitherBlocked } from './friends';
@@ -31,8 +32,7 @@ export async function sendDirectMessage(ctx: Ctx, senderId: string, { recipient_
   const channel = parseChannel(dmChannelId(senderId, recipient))!;
   const stored = await storeChatMessage(ctx.db, ctx, { channel, senderId, content, recipientId: recipient });
   const push = { channel_id: stored.channel_id, sender_id: stored.sender_id, content: stored.content, sent_at: stored.sent_at };
-  ctx.live.chat.deliver(push);
-  ctx.live.push(recipient, { type: 'dm.message', payload: push });
+  await afterCommit(ctx, { kind: 'message_stored', push, recipientId: recipient });
   return { success: true, channel_id: channel.id };
 }
 

@@ -7,6 +7,7 @@ import { ApiError, validationFailed } from './errors';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
 import { newestFirst, type Page } from './pages';
 import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from './schema';
+import { afterCommit } from './effects';
 import type { GroupCreate, GroupMemberView, GroupRequestView, GroupRole, GroupSearch, GroupUpdate, GroupView, JoinOutcome } from './schemas/social';
 
 /**
@@ -245,9 +246,14 @@ export async function requestToJoin(ctx: Ctx, caller: string, id: string): Promi
  * there is no automatic transfer, and the group stays (its admins still run
  * it; with none left it keeps its members and its chat room).
  */
-export async function leaveGroup(ctx: Ctx, caller: string, id: string | null): Promise<boolean> {
-  if (id === null) return false;
-  return ctx.db.transaction().execute(async (trx) => {
+/** The group's chat channel. */
+function groupRoom(groupId: string): string {
+  return `room:${groupId}`;
+}
+
+export async function leaveGroup(ctx: Ctx, caller: string, id: string | null): Promise<void> {
+  if (id === null) return;
+  const left = await ctx.db.transaction().execute(async (trx) => {
     const group = await trx.selectFrom('groups').select('id').where('id', '=', id).forUpdate().executeTakeFirst();
     if (!group) return false;
     const me = await memberRow(trx, id, caller);
@@ -259,6 +265,7 @@ export async function leaveGroup(ctx: Ctx, caller: string, id: string | null): P
     await trx.deleteFrom('group_members').where('id', '=', me.id).execute();
     return true;
   });
+  if (left) await afterCommit(ctx, { kind: 'membership_ended', playerId: caller, channelId: groupRoom(id) });
 }
 
 /** `GET /groups/:id/members`: open to any player; an unknown group lists nobody. Newest members first. */
@@ -310,6 +317,7 @@ export async function kickMember(ctx: Ctx, caller: string, id: string, target: s
     }
     await trx.deleteFrom('group_members').where('id', '=', subject.id).execute();
   });
+  await afterCommit(ctx, { kind: 'membership_ended', playerId: target, channelId: groupRoom(id) });
 }
 
 /** `POST /groups/:id/invites` (admins and the owner): the invited player may then join a closed group. */

@@ -9,6 +9,7 @@ import { isIdentityConflict } from './identities';
 import { assertRegistrationAllowed } from './registration';
 import type { Database } from './schema';
 import type { GuestDevice, GuestSignIn, GuestUpgraded, NewCredentials } from './schemas/accounts';
+import { afterCommit } from './effects';
 import { issueTokenPair, revokePlayerTokens } from './tokens';
 
 /**
@@ -263,7 +264,7 @@ export async function upgradeGuest(ctx: Ctx, playerId: string, { username, passw
     if (isUniqueViolation(err)) throw new ApiError('auth.username_taken', 'That username is taken.', { field: 'username' });
     throw err;
   }
-  ctx.auth.evictPlayer(playerId);
+  await afterCommit(ctx, { kind: 'player_tokens_replaced', playerId });
   ctx.log.info('guest_upgraded', { player_id: playerId });
   return { player_id: playerId, ...pair, username, upgraded: true };
 }
@@ -310,9 +311,6 @@ export async function eraseInactiveGuest(ctx: Ctx, playerId: string, cutoff: Dat
     await erasePlayer(trx, playerId);
     return 'deleted' as const;
   });
-  if (outcome === 'deleted') {
-    ctx.auth.evictPlayer(playerId);
-    ctx.live.disconnect(playerId);
-  }
+  if (outcome === 'deleted') await afterCommit(ctx, { kind: 'player_sessions_ended', playerId });
   return outcome;
 }

@@ -5,7 +5,7 @@ import { isUuid } from './ids';
  * One page of a public list:
  * at most `limit` rows, and for lists that grow without bound only rows older
  * than the `before` cursor. How a request spells these is the handlers'
- * business (handlers/pagination.ts); this is the database side.
+ * business (`pageQuery` in runtime/schemas/common.ts); this is the database side.
  */
 export interface Page {
   limit: number;

@@ -5,6 +5,7 @@ import { isoSeconds, jsonb } from './database';
 import { erasePlayer } from './erasure';
 import { ApiError, missingField } from './errors';
 import type { PlayersTable } from './schema';
+import { afterCommit } from './effects';
 import type { EraseConfirmation, Player, ProfileUpdate } from './schemas/players';
 
 /** Player profiles and self-erasure. */
@@ -107,15 +108,13 @@ export async function eraseSelf(ctx: Ctx, playerId: string, { password }: EraseC
     throw new ApiError('player.erase_failed', 'The erasure failed and was rolled back; nothing was deleted.');
   }
   if (outcome === 'gone') {
-    ctx.auth.evictPlayer(playerId);
-    ctx.live.disconnect(playerId);
+    await afterCommit(ctx, { kind: 'player_sessions_ended', playerId });
     throw new ApiError('unauthenticated');
   }
   if (outcome === 'changed') {
     throw new ApiError('player.credentials_changed', 'The password changed during the request; nothing was deleted. Retry.');
   }
   // The erased player's live sockets go with the tokens.
-  ctx.auth.evictPlayer(playerId);
-  ctx.live.disconnect(playerId);
+  await afterCommit(ctx, { kind: 'player_sessions_ended', playerId });
   ctx.log.info('player_erased', { player_id: playerId, via: 'self' });
 }

@@ -4,6 +4,7 @@ import { bytesToBase64Url, randomBytes, sha256Hex } from './crypto';
 import type { Db } from './database';
 import { ApiError } from './errors';
 import type { Database } from './schema';
+import { afterCommit } from './effects';
 import type { TokenPair } from './schemas/accounts';
 
 /**
@@ -128,11 +129,10 @@ export async function rotateRefreshToken(ctx: Ctx, refreshToken: string): Promis
   });
   if (outcome.kind === 'rotated') return outcome.pair;
   if (outcome.kind === 'reused') {
-    // Evict after commit: a cache fill racing the revocation then re-reads the database.
-    ctx.auth.evictPlayer(outcome.playerId);
-    // Sockets opened with the family's access tokens close too, so a burned
-    // family keeps no live session.
-    ctx.live.disconnectTokens(outcome.revoked);
+    // After commit: a cache fill racing the revocation then re-reads the
+    // database, and the sockets opened with the family's access tokens
+    // close, so a burned family keeps no live session.
+    await afterCommit(ctx, { kind: 'tokens_revoked', playerIds: [outcome.playerId], tokenIds: outcome.revoked });
     ctx.log.warn('refresh_token_reused', { player_id: outcome.playerId });
   }
   throw new ApiError('unauthenticated', 'The refresh token is invalid, expired or already used.');
@@ -176,10 +176,8 @@ export async function revokeSession(ctx: Ctx, refreshToken: string | null, acces
     }
     return affected;
   });
-  if (accessToken) await ctx.auth.evictToken(accessToken);
-  for (const playerId of players) ctx.auth.evictPlayer(playerId);
   // A socket authenticated with a revoked access token closes with 1000, a normal closure.
-  ctx.live.disconnectTokens(revoked);
+  await afterCommit(ctx, { kind: 'tokens_revoked', playerIds: [...players], tokenIds: revoked, accessToken });
 }
 
 /**

@@ -3,6 +3,7 @@ import { WindowLimiter } from '../host/limits';
 import { DEFAULT_RATE_LIMITS, parseSettings } from '../runtime/settings';
 import { TrustedProxies } from '../host/http';
 import { startTestServer, type TestServer } from './support/server';
+import { inProcessApp } from './support/app';
 import { expectError, registerPlayer } from './support/accounts';
 
 const servers: TestServer[] = [];
@@ -98,20 +99,36 @@ describe('HTTP rate limiting', () => {
 
 describe('bucket keys', () => {
   it('keys on the player when a valid Bearer token is present, else on the peer address', async () => {
-    const s = await server({ rate_limits: { api: { limit: 2, window: 60_000 } } });
+    const s = await server({ rate_limits: { api: { limit: 3, window: 60_000 } } });
     const a = (await s.call('POST', '/api/v1/auth/register', { body: { username: 'bucket_a', password: 'password-a1' } })).body;
     const b = (await s.call('POST', '/api/v1/auth/register', { body: { username: 'bucket_b', password: 'password-b1' } })).body;
     expect(a.access_token).toBeTypeOf('string');
-    for (let i = 0; i < 2; i++) expect((await s.call('GET', `/api/v1/players/${a.player_id}`, { token: a.access_token })).status).toBe(200);
+    // A's first call misses the token cache: it spends the address's bucket once, then A's own.
+    for (let i = 0; i < 3; i++) expect((await s.call('GET', `/api/v1/players/${a.player_id}`, { token: a.access_token })).status).toBe(200);
     expect((await s.call('GET', `/api/v1/players/${a.player_id}`, { token: a.access_token })).status).toBe(429);
-    // Same address, other player: its own bucket.
+    // Same address, other player: its own bucket (its cache miss spends the address's once more).
     expect((await s.call('GET', `/api/v1/players/${a.player_id}`, { token: b.access_token })).status).toBe(200);
-    // Same address, no token: the address's bucket, untouched by the players.
-    expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+    // Same address, no token: the address's bucket, which the two cache misses drew on.
     expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
     expect((await s.call('GET', '/api/v1/health')).status).toBe(429);
     // An invalid token falls back to the address, so it cannot buy a fresh bucket.
-    expect((await s.call('GET', '/api/v1/health', { token: 'not-a-real-token' })).status).toBe(429);
+    expect((await s.call('GET', '/api/v1/players/me', { token: 'not-a-real-token' })).status).toBe(429);
+  });
+
+  it('spends the address bucket before a token the cache does not know costs a database read', async () => {
+    const app = await inProcessApp({ rate_limits: { api: { limit: 2, window: 60_000 } } });
+    try {
+      // Distinct garbage tokens: each misses the cache, and each spends the address's bucket first.
+      expect((await app.call('GET', '/api/v1/players/me', { token: 'garbage-1' })).status).toBe(401);
+      expect((await app.call('GET', '/api/v1/players/me', { token: 'garbage-2' })).status).toBe(401);
+      // The database goes away: a lookup now would fail, so a 429 proves none was attempted.
+      await app.ctx.db.destroy().catch(() => {});
+      const res = await app.call('GET', '/api/v1/players/me', { token: 'garbage-3' });
+      expect(res.status).toBe(429);
+      expect(res.body.error.code).toBe('rate_limited');
+    } finally {
+      await app.close().catch(() => {});
+    }
   });
 });
 

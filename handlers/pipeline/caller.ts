@@ -20,7 +20,7 @@ export function caller(spec: Pick<AnyRouteSpec, 'auth' | 'rate'>, ctx: Ctx) {
     const call = request.call;
     call.bearer = bearerOf(request);
     let addressSpent = false;
-    if (call.bearer && spec.auth !== 'none') {
+    if (call.bearer && spec.auth === 'player') {
       call.principal = await ctx.auth.resolve(call.bearer, () => {
         addressSpent = true;
         spend(ctx, group, `ip:${call.ip}`);
@@ -32,9 +32,15 @@ export function caller(spec: Pick<AnyRouteSpec, 'auth' | 'rate'>, ctx: Ctx) {
   };
 }
 
-/** A request that matched no route still spends its address's `api` bucket. */
+/**
+ * A request that matched no route still spends its address's bucket, the one
+ * of the family its path belongs to, so probing for sign-in routes costs what
+ * signing in costs.
+ */
 export function spendUnrouted(ctx: Ctx, request: PipelineRequest): void {
-  spend(ctx, 'api', `ip:${request.call.ip}`);
+  const path = request.path;
+  const group: RateLimitGroup = path === '/api/v1/auth/register' ? 'register' : path.startsWith('/api/v1/auth/') ? 'auth' : path.startsWith('/api/v1/iap/') ? 'iap' : 'api';
+  spend(ctx, group, `ip:${request.call.ip}`);
 }
 
 function spend(ctx: Ctx, group: RateLimitGroup, key: string): void {

@@ -3,7 +3,7 @@ import type { ErrorCode } from '../errors';
 import { ERROR_STATUS } from '../errors';
 import { isUuid } from '../ids';
 import { isStorableText, UNSTORABLE_TEXT } from '../text';
-import { coded, ruled } from './rules';
+import { coded } from './rules';
 
 /**
  * Schemas every domain uses. Request schemas describe what a client may send
@@ -16,18 +16,15 @@ export const Uuid = z.string().meta({ format: 'uuid', description: 'UUIDv7, lowe
 
 /**
  * A path or body id of something looked up: one that is not a UUID cannot
- * name anything, so it answers the lookup's own not-found code (lowercased first).
+ * name anything, so it answers the lookup's own not-found code (lowercased
+ * first). An absent or non-string id fails like any other field.
  */
 export function idOf(notFound: ErrorCode, what = 'record'): z.ZodType<string, string> {
-  // The rule goes on last: `.meta()` returns a copy, which would not carry it.
-  return ruled(
-    z
-      .string()
-      .transform((s) => s.toLowerCase())
-      .refine((s) => isUuid(s), coded(notFound, `No such ${what}.`))
-      .meta({ format: 'uuid' }),
-    { code: notFound },
-  ) as unknown as z.ZodType<string, string>;
+  return z
+    .string()
+    .transform((s) => s.toLowerCase())
+    .refine((s) => isUuid(s), coded(notFound, `No such ${what}.`))
+    .meta({ format: 'uuid' }) as unknown as z.ZodType<string, string>;
 }
 
 /** A string the database can store: no U+0000, no unpaired surrogate. */
