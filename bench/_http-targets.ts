@@ -1,16 +1,15 @@
 // Child process for bench/http.ts: serves either the full svc pipeline or a
-// bare node:http server answering the same JSON, and prints its port.
-import { createServer } from 'node:http';
+// bare node:http server answering the same JSON. The svc target registers one
+// player over HTTP and announces `{port, token, playerId}`, so the parent can
+// measure an authenticated read with that player's bearer token.
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openEmbedded } from '../host/database';
-import { startServer } from '../host/server';
-import { jsonLogger } from '../runtime/log';
-import { parseSettings } from '../runtime/settings';
+import { serveParent, svcImport } from './_children';
 
 const kind = process.argv[2];
 if (kind === 'bare' || kind === 'bare-async') {
   const body = JSON.stringify({ status: 'ok' });
-  const write = (res: import('node:http').ServerResponse) => {
+  const write = (res: ServerResponse) => {
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   };
@@ -18,24 +17,27 @@ if (kind === 'bare' || kind === 'bare-async') {
     if (kind === 'bare') write(res);
     else void Promise.resolve().then(() => write(res));
   });
-  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  serveParent({ port: (server.address() as AddressInfo).port });
 } else {
-  const { settings } = parseSettings({ rate_limits: { api: { limit: 1_000_000_000, window: 1000 } } });
+  const { openEmbedded } = await svcImport<typeof import('../host/database')>('host/database.ts');
+  const { startServer } = await svcImport<typeof import('../host/server')>('host/server.ts');
+  const { jsonLogger } = await svcImport<typeof import('../runtime/log')>('runtime/log.ts');
+  const { parseSettings } = await svcImport<typeof import('../runtime/settings')>('runtime/settings.ts');
+  // One address sends everything: the buckets must not be what is measured.
+  const open = { limit: 1_000_000_000, window: 1000 };
+  const { settings } = parseSettings({ pbkdf2_iterations: 1000, rate_limits: { api: open, register: open, auth: open } });
   const database = await openEmbedded({});
   // Request lines are written as in production, to a sink, so their cost counts.
   const log = jsonLogger(() => {}, 'info');
   const running = await startServer({ settings, database, log });
   await running.ready;
-  process.send!({ port: running.port });
+  const res = await fetch(`http://127.0.0.1:${running.port}/api/v1/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: `bench_${process.pid}`, password: 'bench-password-1' }),
+  });
+  if (res.status !== 200) throw new Error(`register answered ${res.status}: ${await res.text()}`);
+  const player = (await res.json()) as { player_id: string; access_token: string };
+  serveParent({ port: running.port, token: player.access_token, playerId: player.player_id });
 }
-
-// 'cpu' answers the CPU time this process has used (µs), so the parent can
-// state server CPU per request, which contention on a shared machine skews
-// far less than throughput. 'exit' leaves cleanly so --cpu-prof can write out.
-process.on('message', (m) => {
-  if (m === 'exit') process.exit(0);
-  if (m === 'cpu') {
-    const u = process.cpuUsage();
-    process.send!({ cpu: u.user + u.system });
-  }
-});

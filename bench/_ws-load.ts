@@ -2,8 +2,7 @@
 // measured alone. Driven by the parent over IPC; every run is bounded in
 // connections and seconds, and talks to 127.0.0.1 only.
 import { WebSocket } from 'ws';
-
-const send = (m: unknown) => process.send!(m);
+import { serveParent } from './_children';
 
 interface Conn {
   ws: WebSocket;
@@ -53,125 +52,125 @@ let held: Conn[] = [];
 const matchCounters = { states: 0, finished: 0 };
 let inputTimer: ReturnType<typeof setInterval> | null = null;
 
-process.on('message', async (m: any) => {
-  if (m.op === 'exit') process.exit(0);
-  if (m.op === 'heartbeat') {
-    const { port, tokens, connections, seconds, paceMs } = m;
-    const conns = await openAll(port, connections, tokens);
-    const frame = '{"type":"session.heartbeat","payload":{}}';
-    const rtts = new Float64Array(4_000_000);
-    let count = 0;
-    let errors = 0;
-    let running = true;
-    let inFlight = 0;
-    const start = performance.now();
-    const done = new Promise<void>((resolve) => {
-      for (const c of conns) {
-        let sentAt = 0;
-        const fire = () => {
-          if (!running) {
-            if (inFlight === 0) resolve();
-            return;
-          }
-          sentAt = performance.now();
-          inFlight++;
-          c.ws.send(frame);
-        };
-        c.onFrame = (text) => {
-          inFlight--;
-          const now = performance.now();
-          if (text.startsWith('{"type":"error"')) errors++;
-          else if (count < rtts.length) rtts[count++] = now - sentAt;
-          // Paced: the next heartbeat waits out the rest of the interval (stays under the server's 60 frames/s).
-          const wait = paceMs - (now - sentAt);
-          if (wait > 0) setTimeout(fire, wait);
-          else fire();
-        };
-        fire();
-      }
-    });
-    setTimeout(() => (running = false), seconds * 1000);
-    await done;
-    const elapsed = (performance.now() - start) / 1000;
-    const sorted = rtts.slice(0, count).sort();
-    for (const c of conns) c.ws.terminate();
-    send({ op: 'heartbeat', rate: count / elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), count, errors });
-  }
-
-  if (m.op === 'storm') {
-    // Every socket opens and authenticates at once (bounded to `concurrency`
-    // in flight), as every player does after a deploy; each closes once answered.
-    const { port, tokens, count, concurrency } = m as { port: number; tokens: string[] | null; count: number; concurrency: number };
-    let next = 0;
-    let failed = 0;
-    const started = performance.now();
-    const one = (i: number) =>
-      new Promise<void>((resolve) => {
-        const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false });
-        ws.once('open', () => ws.send(JSON.stringify({ type: 'session.connect', cid: '1', payload: { token: tokens ? tokens[i] : 'bare' } })));
-        ws.once('message', (data) => {
-          // The bare target echoes; the service must answer session.connected.
-          if (tokens && !data.toString().includes('session.connected')) failed++;
-          ws.terminate();
-          resolve();
-        });
-        ws.once('error', () => {
-          failed++;
-          resolve();
-        });
+serveParent(
+  {},
+  {
+    async heartbeat(m: { port: number; tokens: string[] | null; connections: number; seconds: number; paceMs: number }) {
+      const { port, tokens, connections, seconds, paceMs } = m;
+      const conns = await openAll(port, connections, tokens);
+      const frame = '{"type":"session.heartbeat","payload":{}}';
+      const rtts = new Float64Array(4_000_000);
+      let count = 0;
+      let errors = 0;
+      let running = true;
+      let inFlight = 0;
+      const start = performance.now();
+      const done = new Promise<void>((resolve) => {
+        for (const c of conns) {
+          let sentAt = 0;
+          const fire = () => {
+            if (!running) {
+              if (inFlight === 0) resolve();
+              return;
+            }
+            sentAt = performance.now();
+            inFlight++;
+            c.ws.send(frame);
+          };
+          c.onFrame = (text) => {
+            inFlight--;
+            const now = performance.now();
+            if (text.startsWith('{"type":"error"')) errors++;
+            else if (count < rtts.length) rtts[count++] = now - sentAt;
+            // Paced: the next heartbeat waits out the rest of the interval (stays under the server's 60 frames/s).
+            const wait = paceMs - (now - sentAt);
+            if (wait > 0) setTimeout(fire, wait);
+            else fire();
+          };
+          fire();
+        }
       });
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < count) await one(next++);
-      }),
-    );
-    const seconds = (performance.now() - started) / 1000;
-    send({ op: 'storm', rate: count / seconds, seconds, failed });
-  }
+      setTimeout(() => (running = false), seconds * 1000);
+      await done;
+      const elapsed = (performance.now() - start) / 1000;
+      const sorted = rtts.slice(0, count).sort();
+      for (const c of conns) c.ws.terminate();
+      return { rate: count / elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), count, errors };
+    },
 
-  if (m.op === 'idle') {
-    held = await openAll(m.port, m.tokens ? m.tokens.length : m.count, m.tokens, 500);
-    send({ op: 'idle', open: held.length });
-  }
+    async storm(m: { port: number; tokens: string[] | null; count: number; concurrency: number }) {
+      // Every socket opens and authenticates at once (bounded to `concurrency`
+      // in flight), as every player does after a deploy; each closes once answered.
+      const { port, tokens, count, concurrency } = m;
+      let next = 0;
+      let failed = 0;
+      const started = performance.now();
+      const one = (i: number) =>
+        new Promise<void>((resolve) => {
+          const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: false });
+          ws.once('open', () => ws.send(JSON.stringify({ type: 'session.connect', cid: '1', payload: { token: tokens ? tokens[i] : 'bare' } })));
+          ws.once('message', (data) => {
+            // The bare target echoes; the service must answer session.connected.
+            if (tokens && !data.toString().includes('session.connected')) failed++;
+            ws.terminate();
+            resolve();
+          });
+          ws.once('error', () => {
+            failed++;
+            resolve();
+          });
+        });
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < count) await one(next++);
+        }),
+      );
+      const seconds = (performance.now() - started) / 1000;
+      return { rate: count / seconds, seconds, failed };
+    },
 
-  if (m.op === 'matches') {
-    // 2 sockets per match; the matchmaker pairs them into arenas.
-    const conns = await openAll(m.port, m.tokens.length, m.tokens, 500);
-    held = conns;
-    let matched = 0;
-    await new Promise<void>((resolve) => {
-      for (const c of conns) {
-        c.onFrame = (text) => {
-          if (text.startsWith('{"type":"match.state"')) matchCounters.states++;
-          else if (text.startsWith('{"type":"match.finished"')) matchCounters.finished++;
-          else if (text.startsWith('{"type":"match.matched"') && ++matched === conns.length) resolve();
-        };
-        c.ws.send('{"type":"matchmaker.add","payload":{"mode":"arena"}}');
-      }
-    });
-    // Each player steers twice a second, like a casual client.
-    let k = 0;
-    inputTimer = setInterval(() => {
-      for (let i = k % 5; i < conns.length; i += 5) {
-        const dx = Math.floor(Math.random() * 3) - 1;
-        const dy = Math.floor(Math.random() * 3) - 1;
-        conns[i]!.ws.send(`{"type":"match.input","payload":{"dx":${dx},"dy":${dy}}}`);
-      }
-      k++;
-    }, 100);
-    matchCounters.states = 0;
-    matchCounters.finished = 0;
-    send({ op: 'matches', matched });
-  }
+    async idle(m: { port: number; tokens: string[] | null; count?: number }) {
+      held = await openAll(m.port, m.tokens ? m.tokens.length : m.count!, m.tokens, 500);
+      return { open: held.length };
+    },
 
-  if (m.op === 'counters') send({ op: 'counters', ...matchCounters });
+    async matches(m: { port: number; tokens: string[] }) {
+      // 2 sockets per match; the matchmaker pairs them into arenas.
+      const conns = await openAll(m.port, m.tokens.length, m.tokens, 500);
+      held = conns;
+      let matched = 0;
+      await new Promise<void>((resolve) => {
+        for (const c of conns) {
+          c.onFrame = (text) => {
+            if (text.startsWith('{"type":"match.state"')) matchCounters.states++;
+            else if (text.startsWith('{"type":"match.finished"')) matchCounters.finished++;
+            else if (text.startsWith('{"type":"match.matched"') && ++matched === conns.length) resolve();
+          };
+          c.ws.send('{"type":"matchmaker.add","payload":{"mode":"arena"}}');
+        }
+      });
+      // Each player steers twice a second, like a casual client.
+      let k = 0;
+      inputTimer = setInterval(() => {
+        for (let i = k % 5; i < conns.length; i += 5) {
+          const dx = Math.floor(Math.random() * 3) - 1;
+          const dy = Math.floor(Math.random() * 3) - 1;
+          conns[i]!.ws.send(`{"type":"match.input","payload":{"dx":${dx},"dy":${dy}}}`);
+        }
+        k++;
+      }, 100);
+      matchCounters.states = 0;
+      matchCounters.finished = 0;
+      return { matched };
+    },
 
-  if (m.op === 'release') {
-    if (inputTimer) clearInterval(inputTimer);
-    inputTimer = null;
-    for (const c of held) c.ws.terminate();
-    held = [];
-    send({ op: 'release' });
-  }
-});
-send({ op: 'ready' });
+    counters: () => ({ ...matchCounters }),
+
+    release() {
+      if (inputTimer) clearInterval(inputTimer);
+      inputTimer = null;
+      for (const c of held) c.ws.terminate();
+      held = [];
+    },
+  },
+);

@@ -8,56 +8,11 @@
 // baseline, measured in the same run with the same client code, is a bare
 // `ws` server that answers every request frame and broadcasts each
 // `chat.send` to every socket with one encoding.
-import { fork, type ChildProcess } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { WebSocket, WebSocketServer } from 'ws';
-import { progress } from './_children';
+import { WebSocket } from 'ws';
+import { forkChild } from './_children';
+import { progress } from './_report';
 
 const CHANNEL = 'global:bench';
-const here = fileURLToPath(import.meta.url);
-
-// ---------------------------------------------------------------- targets --
-
-async function serveBare(): Promise<void> {
-  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
-  wss.on('connection', (ws) => {
-    ws.on('message', (data) => {
-      const f = JSON.parse(data.toString());
-      if (f.type === 'chat.send') {
-        const text = JSON.stringify({ type: 'chat.message', payload: { channel_id: f.payload.channel_id, sender_id: 'bare', content: f.payload.content, sent_at: Date.now() } });
-        for (const c of wss.clients) c.send(text);
-      } else if ('cid' in f) {
-        ws.send(JSON.stringify({ type: f.type === 'session.connect' ? 'session.connected' : 'chat.joined', cid: f.cid, payload: {} }));
-      }
-    });
-  });
-  await new Promise((r) => wss.once('listening', r));
-  process.send!({ port: (wss.address() as AddressInfo).port });
-}
-
-async function serveSvc(): Promise<void> {
-  const { openEmbedded } = await import('../host/database');
-  const { startServer } = await import('../host/server');
-  const { jsonLogger } = await import('../runtime/log');
-  const { parseSettings } = await import('../runtime/settings');
-  const big = { limit: 1_000_000_000, window: 1000 };
-  const { settings } = parseSettings({
-    pbkdf2_iterations: 1000,
-    rate_limits: { api: big, register: big, auth: big, ws_connect: big },
-    game_modes: { bench: { chat_channels: ['bench'] } },
-    chat_send_rate: { limit: 1000, window: 1000 },
-    // Members only listen; keep them past the 60 s inbound-idle close.
-    ws_idle_timeout_ms: 600_000,
-  });
-  const database = await openEmbedded({});
-  // Log lines are formatted as in production and dropped, so their cost counts.
-  const running = await startServer({ settings, database, log: jsonLogger(() => {}, 'info') });
-  await running.ready;
-  process.send!({ port: running.port });
-}
-
-// ---------------------------------------------------------- load generator --
 
 interface Member {
   ws: WebSocket;
@@ -76,14 +31,6 @@ interface Phase {
   deliveriesPerSec: number;
   lost: number;
   duplicated: number;
-}
-
-function startTarget(kind: 'bare' | 'svc'): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(here, ['--serve', kind], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { port: number }) => resolve({ child, port: m.port }));
-    child.once('exit', (code) => reject(new Error(`${kind} target exited with ${code}`)));
-  });
 }
 
 async function register(port: number, i: number): Promise<string> {
@@ -125,7 +72,8 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function runTarget(kind: 'bare' | 'svc', seconds: number, members: number): Promise<Phase[]> {
-  const { child, port } = await startTarget(kind);
+  const target = await forkChild('_chat-target.ts', [kind]);
+  const port = target.port;
   try {
     const tokens: string[] = [];
     if (kind === 'svc') {
@@ -200,24 +148,21 @@ async function runTarget(kind: 'bare' | 'svc', seconds: number, members: number)
     for (const m of all) m.ws.terminate();
     return phases;
   } finally {
-    child.kill();
+    await target.stop();
   }
 }
 
-if (process.argv[2] === '--serve') {
-  await (process.argv[3] === 'bare' ? serveBare() : serveSvc());
-} else {
-  const seconds = Number(process.argv[2] ?? 10);
-  const members = Number(process.argv[3] ?? 1000);
-  const rows = [...(await runTarget('bare', seconds, members)), ...(await runTarget('svc', seconds, members))];
-  console.log(`\nChat fan-out: one channel, ${members} member sockets on 127.0.0.1 (load generator and server in separate processes)\n`);
-  console.log('| target | phase | msgs/s in | msgs | p50 ms | p99 ms | max ms | deliveries/s | lost | duplicated |');
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) {
-    console.log(`| ${r.target} | ${r.phase} | ${r.rate} | ${r.sent} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(1)} | ${Math.round(r.deliveriesPerSec)} | ${r.lost} | ${r.duplicated} |`);
-  }
-  const svc = rows.find((r) => r.target.startsWith('svc') && r.phase === 'target')!;
-  const clean = rows.every((r) => r.lost === 0 && r.duplicated === 0);
-  console.log(`\nsvc at ${svc.rate} msgs/s: p99 ${svc.p99.toFixed(1)} ms (target < 50 ms) — ${svc.p99 < 50 ? 'met' : 'NOT met'}; no loss or duplication: ${clean ? 'yes' : 'NO'}`);
-  process.exit(0);
+const seconds = Number(process.argv[2] ?? 10);
+const members = Number(process.argv[3] ?? 1000);
+const rows = [...(await runTarget('bare', seconds, members)), ...(await runTarget('svc', seconds, members))];
+console.log(`\nChat fan-out: one channel, ${members} member sockets on 127.0.0.1 (load generator and server in separate processes)\n`);
+console.log('| target | phase | msgs/s in | msgs | p50 ms | p99 ms | max ms | deliveries/s | lost | duplicated |');
+console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  console.log(`| ${r.target} | ${r.phase} | ${r.rate} | ${r.sent} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(1)} | ${Math.round(r.deliveriesPerSec)} | ${r.lost} | ${r.duplicated} |`);
 }
+const svc = rows.find((r) => r.target.startsWith('svc') && r.phase === 'target')!;
+const clean = rows.every((r) => r.lost === 0 && r.duplicated === 0);
+console.log(`\nsvc at ${svc.rate} msgs/s: p99 ${svc.p99.toFixed(1)} ms (target < 50 ms) — ${svc.p99 < 50 ? 'met' : 'NOT met'}; no loss or duplication: ${clean ? 'yes' : 'NO'}`);
+// Member sockets still open in this process would keep it alive.
+process.exit(0);

@@ -5,7 +5,8 @@
 // (token cache cold). Prints connects per second for the service on the
 // embedded database beside a bare `ws` server answering the same first frame,
 // both measured in this run, with the load generator in its own process.
-import { child, progress, table } from './_children';
+import { forkChild } from './_children';
+import { progress, table } from './_report';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -14,12 +15,12 @@ const arg = (name: string, fallback: number) => {
 const SOCKETS = arg('sockets', 10_000);
 const CONCURRENCY = arg('concurrency', 500);
 
-const load = await child('_ws-load.ts');
+const load = await forkChild('_ws-load.ts');
 const rows: (string | number)[][] = [];
 const rates: Record<string, number> = {};
 try {
   for (const kind of ['bare', 'svc'] as const) {
-    const target = await child('_ws-target.ts', [kind]);
+    const target = await forkChild('_ws-target.ts', [kind]);
     try {
       let tokens: string[] | null = null;
       if (kind === 'svc') {
@@ -27,7 +28,7 @@ try {
         tokens = (await target.request('provision', { n: SOCKETS }, 600_000)).tokens;
       }
       progress(`${kind}: ${SOCKETS} sockets connecting, ${CONCURRENCY} at a time`);
-      const r = await load.request('storm', { port: target.first.port, tokens, count: SOCKETS, concurrency: CONCURRENCY }, 600_000);
+      const r = await load.request('storm', { port: target.port, tokens, count: SOCKETS, concurrency: CONCURRENCY }, 600_000);
       rates[kind] = r.rate;
       rows.push([kind === 'bare' ? 'bare ws, first frame answered (baseline)' : 'svc session.connect, cold tokens, embedded database', SOCKETS, Math.round(r.rate), r.seconds.toFixed(1), r.failed]);
     } finally {

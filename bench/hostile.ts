@@ -14,8 +14,8 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'ws';
-import { startHost } from './_host-process';
-import { child, table } from './_children';
+import { forkChild, startHost, svcRoot } from './_children';
+import { table } from './_report';
 
 const seconds = Number(process.argv[2] ?? 10);
 const ordinary = Number(process.argv[3] ?? 500);
@@ -31,7 +31,7 @@ const HOSTILE = {
 /** The demo game plus one mode per hostile script. */
 function hostileGame(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-hostile-'));
-  cpSync(path.join(import.meta.dirname, '../examples/demo-game'), dir, { recursive: true });
+  cpSync(path.join(svcRoot, 'examples/demo-game'), dir, { recursive: true });
   const body = (script: string) => `match_size = 1\nquick_play = true\nfunction init(c) return {} end\nfunction join(p, s) return s end\nfunction leave(p, s) return s end\nfunction handle_input(p, i, s) return s end\nfunction get_state(p, s) return {} end\n${script}\n`;
   for (const [name, script] of Object.entries(HOSTILE)) writeFileSync(path.join(dir, `hostile_${name}.lua`), body(script));
   const config = readFileSync(path.join(dir, 'config.lua'), 'utf8');
@@ -85,10 +85,13 @@ const modes: { name: string; settings: Record<string, unknown> }[] = [
   { name: 'main thread', settings: { match_workers: 0 } },
 ];
 for (const mode of modes) {
-  const target = await child('_ws-target.ts', ['svc', JSON.stringify({ gameDir: game, settings: { ...mode.settings, match_failing_ticks_max: 100_000 } })]);
-  const load = await child('_ws-load.ts');
+  const target = await forkChild('_ws-target.ts', ['svc', JSON.stringify({ gameDir: game, settings: { ...mode.settings, match_failing_ticks_max: 100_000 } })]);
+  const load = await forkChild('_ws-load.ts').catch(async (err) => {
+    await target.stop();
+    throw err;
+  });
   try {
-    const port = target.first.port as number;
+    const port = target.port;
     const url = `http://127.0.0.1:${port}`;
     const tokens: string[] = (await target.request('provision', { n: 2 * ordinary + 2 })).tokens;
     const [probeToken, hostileToken] = tokens.splice(0, 2) as [string, string];

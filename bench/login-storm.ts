@@ -2,21 +2,19 @@
 //
 //   npm run bench -- login-storm [--accounts 200] [--concurrency 200] [--rounds 1] [--baseline-ms 3000]
 //
-// Starts the real host (host/main.ts, embedded database, default 100000
-// PBKDF2 iterations) as a child process, registers the accounts, measures the
-// p99 of GET /players/:id alone (baseline), then again while `concurrency`
-// clients log in `rounds` times each. Target: read p99 under 25 ms during the storm.
-import { spawn } from 'node:child_process';
+// Starts the real host (host/main.ts from the sources, embedded database,
+// default 100000 PBKDF2 iterations) as a child process, registers the
+// accounts, measures the p99 of GET /players/:id alone (baseline), then again
+// while `concurrency` clients log in `rounds` times each. Target: read p99
+// under 25 ms during the storm.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { progress } from './_children';
+import { startHost } from './_children';
+import { progress } from './_report';
 
 const TARGET_P99_MS = 25;
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -26,17 +24,6 @@ const ACCOUNTS = arg('accounts', 200);
 const CONCURRENCY = arg('concurrency', 200);
 const ROUNDS = arg('rounds', 1);
 const BASELINE_MS = arg('baseline-ms', 3000);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Reply {
   status: number;
@@ -80,27 +67,12 @@ async function main(): Promise<void> {
   // Buckets out of the way: this measures hashing against reads, not the limiter.
   const big = { limit: 1_000_000, window: 1000 };
   writeFileSync(config, JSON.stringify({ rate_limits: { register: big, auth: big, api: big } }));
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', SVC_DATA_DIR: path.join(dir, 'data'), SVC_CONFIG: config };
-  delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'host/main.ts')], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const stop = () => {
-    if (child.exitCode === null) child.kill('SIGTERM');
-  };
-  process.on('exit', stop);
+  const host = await startHost({ SVC_DATA_DIR: path.join(dir, 'data'), SVC_CONFIG: config }, [], { from: 'sources' });
+  const port = host.port;
 
   try {
+    await host.ready(120_000);
     const control = new Agent({ keepAlive: true, maxSockets: 16 });
-    for (let i = 0; ; i++) {
-      const ready = await call(port, control, 'GET', '/api/v1/health/ready').catch(() => null);
-      if (ready?.status === 200) break;
-      if (i > 600 || child.exitCode !== null) throw new Error('server did not become ready');
-      await new Promise((r) => setTimeout(r, 100));
-    }
 
     const prefix = `storm${Date.now().toString(36)}`;
     const password = 'storm password';
@@ -182,8 +154,7 @@ async function main(): Promise<void> {
     stormAgent.destroy();
     if (loginErrors || storm.errors || baseline.errors) process.exitCode = 1;
   } finally {
-    stop();
-    await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(null)));
+    await host.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -10,7 +10,8 @@
 // every frame delivered. Baseline in the same run: one match (the timers'
 // own jitter). Target and load generator are separate processes.
 import { availableParallelism } from 'node:os';
-import { child, table } from './_children';
+import { forkChild } from './_children';
+import { table } from './_report';
 
 const seconds = Number(process.argv[2] ?? 10);
 const counts = process.argv.length > 3 ? process.argv.slice(3).map(Number) : [1, 500, 1000, 1250, 1500, 1750, 2000, 2500];
@@ -30,22 +31,24 @@ for (const mode of MODES) {
   for (const n of counts) {
     // A fresh target and load generator per count, so neither carries the
     // previous count's sockets or garbage into this one's measurement.
-    // Node flags for the target, e.g. SVC_BENCH_NODE_FLAGS="--max-semi-space-size=64".
-    const flags = (process.env.SVC_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-    const target = await child('_ws-target.ts', ['svc', JSON.stringify({ settings: mode.settings })], flags);
-    const load = await child('_ws-load.ts');
+    // Node flags reach the target through SVC_BENCH_NODE_FLAGS, e.g. "--max-semi-space-size=64".
+    const target = await forkChild('_ws-target.ts', ['svc', JSON.stringify({ settings: mode.settings })]);
+    const load = await forkChild('_ws-load.ts').catch(async (err) => {
+      await target.stop();
+      throw err;
+    });
     try {
       process.stdout.write(`${mode.name}: ${n} matches ... `);
       const tokens = (await target.request('provision', { n: 2 * n })).tokens;
-      await load.request('matches', { port: target.first.port, tokens }, 600_000);
+      await load.request('matches', { port: target.port, tokens }, 600_000);
       // Let the burst of match starts settle before measuring.
       await new Promise((r) => setTimeout(r, 2000));
       await target.request('lateness-reset');
-      const cpu0 = (await target.request('cpu')).cpuMs;
+      const cpu0 = target.cpuMs();
       const before = await load.request('counters');
       await new Promise((r) => setTimeout(r, seconds * 1000));
       const late = await target.request('lateness');
-      const cpu1 = (await target.request('cpu')).cpuMs;
+      const cpu1 = target.cpuMs();
       const after = await load.request('counters');
       const states = after.states - before.states;
       const expected = 2 * n * 10 * seconds;

@@ -6,12 +6,12 @@
 // local test server; skipped when unreachable). Baseline: an idle bare node
 // process, measured in the same run. Target: the embedded default fits a
 // 512 MB container with room to spare (issue target ≤ 200 MB idle).
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { root, startHost, type HostProcess } from './_host-process';
+import { start, startHost, svcRoot, type Child } from './_children';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -28,12 +28,12 @@ const row = (name: string, bytes: number, extra = '') => {
   console.log(`  ${name}: ${(bytes / MB).toFixed(0)} MB${extra}`);
 };
 
-async function idleRss(h: HostProcess): Promise<number> {
+async function idleRss(h: Child): Promise<number> {
   await sleep(IDLE_MS);
   return h.rss();
 }
 
-async function registerMany(h: HostProcess, n: number): Promise<number> {
+async function registerMany(h: Child, n: number): Promise<number> {
   const started = Date.now();
   let next = 0;
   let peak = 0;
@@ -78,15 +78,17 @@ async function measure(label: string, env: Record<string, string>, restart: bool
 }
 
 async function bareNode(): Promise<number> {
-  const p = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-  await sleep(1000);
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p.pid}/status`, 'utf8'))?.[1] ?? 0);
-  p.kill();
-  return kb * 1024;
+  const bare = start({ name: 'bare node', args: ['-e', 'setInterval(() => {}, 1000)'] });
+  try {
+    await sleep(1000);
+    return bare.rss();
+  } finally {
+    await bare.stop();
+  }
 }
 
 async function main(): Promise<void> {
-  if (spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: root, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
+  if (spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: svcRoot, stdio: 'inherit' }).status !== 0) throw new Error('build failed');
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-memory-'));
   const config = path.join(dir, 'settings.json');
   // Memory, not hashing, is measured: cheap hashes and an open register bucket keep setup short.

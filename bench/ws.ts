@@ -3,7 +3,8 @@
 //     the whole frame path) beside a bare `ws` echo server in the same run.
 //  2. Memory per idle authenticated connection at 10,000 connections.
 // Servers and the load generator are separate processes; loopback only.
-import { child, progress, table } from './_children';
+import { forkChild } from './_children';
+import { progress, table } from './_report';
 
 const seconds = Number(process.argv[2] ?? 10);
 const CONNECTIONS = 1000;
@@ -12,7 +13,7 @@ const IDLE = 10_000;
 // run under it. The unpaced bare run shows the echo ceiling.
 const PACE_MS = 20;
 
-const load = await child('_ws-load.ts');
+const load = await forkChild('_ws-load.ts');
 const rows: (string | number)[][] = [];
 const results: Record<string, { rate: number }> = {};
 try {
@@ -22,14 +23,14 @@ try {
     ['svc session.heartbeat, paced 50/s/conn', 'svc', PACE_MS],
   ] as const) {
     progress(`measuring ${name}`);
-    const target = await child('_ws-target.ts', [kind]);
+    const target = await forkChild('_ws-target.ts', [kind]);
     try {
       const tokens = kind === 'svc' ? (await target.request('provision', { n: CONNECTIONS })).tokens : null;
       // Warm-up, then the measured run.
-      await load.request('heartbeat', { port: target.first.port, tokens, connections: CONNECTIONS, seconds: 2, paceMs: pace });
-      const cpu0 = (await target.request('cpu')).cpuMs;
-      const r = await load.request('heartbeat', { port: target.first.port, tokens, connections: CONNECTIONS, seconds, paceMs: pace });
-      const cpu1 = (await target.request('cpu')).cpuMs;
+      await load.request('heartbeat', { port: target.port, tokens, connections: CONNECTIONS, seconds: 2, paceMs: pace });
+      const cpu0 = target.cpuMs();
+      const r = await load.request('heartbeat', { port: target.port, tokens, connections: CONNECTIONS, seconds, paceMs: pace });
+      const cpu1 = target.cpuMs();
       results[name] = r;
       // Server CPU per round trip is steadier than throughput on a shared machine.
       rows.push([name, Math.round(r.rate), r.p50.toFixed(2), r.p99.toFixed(2), (((cpu1 - cpu0) * 1000) / r.count).toFixed(1), r.errors]);
@@ -45,11 +46,11 @@ try {
   const mem: (string | number)[][] = [];
   for (const kind of ['bare', 'svc'] as const) {
     progress(`idle memory: ${IDLE} ${kind} sockets`);
-    const target = await child('_ws-target.ts', [kind], ['--expose-gc']);
+    const target = await forkChild('_ws-target.ts', [kind], { nodeFlags: ['--expose-gc'] });
     try {
       const tokens = kind === 'svc' ? (await target.request('provision', { n: IDLE })).tokens : Array(IDLE).fill('');
       const before = await target.request('memory');
-      await load.request('idle', { port: target.first.port, tokens: kind === 'svc' ? tokens : null, ...(kind === 'bare' ? { count: IDLE } : {}) }, 600_000);
+      await load.request('idle', { port: target.port, tokens: kind === 'svc' ? tokens : null, ...(kind === 'bare' ? { count: IDLE } : {}) }, 600_000);
       await new Promise((r) => setTimeout(r, 1000));
       const after = await target.request('memory');
       await load.request('release');

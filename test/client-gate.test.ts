@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadClientGate } from '../host/client-gate';
 import type { RawSettings } from '../runtime/settings';
 import { expectError, freshUsername } from './support/accounts';
-import { startTestServer, type TestServer } from './support/server';
+import type { OpenDatabase } from '../host/database';
+import { inProcessApp, type InProcessApp } from './support/app';
+import { freshDatabase } from './support/database';
 
 /**
  * Each gate is a real module file loaded through the `client_gate` setting.
@@ -29,19 +31,23 @@ const GATES: Record<string, string> = {
 };
 
 let dir: string;
-beforeAll(() => {
+// One database for the file: each configuration is an in-process app over it, not a server of its own.
+let database: OpenDatabase;
+beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'svc-gates-'));
   for (const [name, source] of Object.entries(GATES)) writeFileSync(path.join(dir, name), source);
+  database = await freshDatabase();
 });
-afterAll(() => {
+afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
+  await database.close();
 });
 
 const calls = (): unknown[] => ((globalThis as { __gateCalls?: unknown[] }).__gateCalls ??= []);
 const resetCalls = () => void calls().splice(0);
 
-async function withGate(gate: string, extra: RawSettings, run: (s: TestServer) => Promise<void>): Promise<void> {
-  const s = await startTestServer({ client_gate: path.join(dir, gate), ...extra });
+async function withGate(gate: string, extra: RawSettings, run: (s: InProcessApp) => Promise<void>): Promise<void> {
+  const s = await inProcessApp({ client_gate: path.join(dir, gate), ...extra }, { database });
   resetCalls();
   try {
     await run(s);
@@ -50,9 +56,9 @@ async function withGate(gate: string, extra: RawSettings, run: (s: TestServer) =
   }
 }
 
-const register = (s: TestServer, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+const register = (s: InProcessApp, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
   s.call('POST', '/api/v1/auth/register', { body: { username: freshUsername(), password: 'password1', ...body }, headers });
-const exists = async (s: TestServer, username: string) =>
+const exists = async (s: InProcessApp, username: string) =>
   (await s.ctx.db.selectFrom('players').select('id').where('username', '=', username).executeTakeFirst()) !== undefined;
 
 describe('client gate on /auth/register', () => {

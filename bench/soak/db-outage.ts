@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { TcpProxy } from '../../test/support/tcp-proxy';
-import { root, startHost } from '../_host-process';
+import { startHost, svcRoot } from '../_children';
 import { auditAcked, startWriters } from '../../test/support/writers';
 
 const arg = (name: string, fallback: number) => {
@@ -31,7 +31,7 @@ const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
-  const built = spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: root, stdio: 'inherit' });
+  const built = spawnSync(process.execPath, ['esbuild.config.mjs'], { cwd: svcRoot, stdio: 'inherit' });
   if (built.status !== 0) throw new Error('build failed');
 
   const schema = `soak_${Date.now().toString(36)}`;
