@@ -1,14 +1,21 @@
 // `npm run bench -- lua`: how many arena tick()+viewJson() rounds one VM
 // sustains, and what a VM costs in memory. Baseline in the same run: the
-// same loop over an empty script (the fixed cost of the VM wrapper). Then
-// what the main thread spends per match per tick when the lane runs on a
-// worker (the crossing) against the lane on the main thread (the Lua itself).
+// same loop over an empty script (the fixed cost of the VM wrapper). Each
+// figure twice, side by side: with fengari's internals (this process) and on
+// its public API only (a child process, as a node with another fengari
+// release runs; the internals are process-wide). Then what the main thread
+// spends per match per tick when the lane runs on a worker (the crossing)
+// against the lane on the main thread (the Lua itself).
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { serveParent, start } from './_children';
+import { progress } from './_report';
 import { loadGameDirectory } from '../host/game';
 import { ScriptPool } from '../host/realtime/match/pool';
 import { DEFAULT_BUDGETS } from '../runtime/lua/api';
 import { DEFAULT_RATE_LIMITS } from '../runtime/settings';
 import { MatchVm } from '../runtime/lua/match';
+import { internals, internalsOff } from '../runtime/lua/fengari-internals';
 import { silentLogger } from '../runtime/log';
 import { uuidv7Source } from '../runtime/ids';
 import type { MatchServices, ModeInfo, ScriptSource } from '../runtime/lua/api';
@@ -70,35 +77,83 @@ const makeEmpty = () => {
   return vm;
 };
 
-// JIT warm-up: fengari's interpreter loop needs a few seconds before it runs at speed.
-rounds(makeEmpty, 1500);
-rounds(makeArena, 3000);
-const baseline = rounds(makeEmpty, 2000);
-const arenaRate = rounds(makeArena, 3000);
-const t0 = performance.now();
-for (let i = 0; i < 20; i++) makeArena().close();
-const createMs = (performance.now() - t0) / 20;
+type VmFigures = { baseline: number; arena: number; createMs: number; perVmKiB: number };
 
-const gc = (globalThis as { gc?: () => void }).gc;
-gc?.();
-const before = process.memoryUsage().heapUsed;
-const vms: MatchVm[] = [];
-for (let i = 0; i < 200; i++) {
-  const vm = makeArena();
-  vm.tick();
-  vms.push(vm);
+function measureVms(): VmFigures {
+  // JIT warm-up: fengari's interpreter loop needs a few seconds before it runs at speed.
+  rounds(makeEmpty, 1500);
+  rounds(makeArena, 3000);
+  const baseline = rounds(makeEmpty, 2000);
+  const arena = rounds(makeArena, 3000);
+  const t0 = performance.now();
+  for (let i = 0; i < 20; i++) makeArena().close();
+  const createMs = (performance.now() - t0) / 20;
+
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  const before = process.memoryUsage().heapUsed;
+  const vms: MatchVm[] = [];
+  for (let i = 0; i < 200; i++) {
+    const vm = makeArena();
+    vm.tick();
+    vms.push(vm);
+  }
+  gc?.();
+  const perVmKiB = (process.memoryUsage().heapUsed - before) / vms.length / 1024;
+  for (const vm of vms) vm.close();
+  return { baseline, arena, createMs, perVmKiB };
 }
-gc?.();
-const perVm = (process.memoryUsage().heapUsed - before) / vms.length;
 
-const needed = 1000 * 10; // 1,000 matches at 10 Hz
-console.table([
-  { case: 'baseline: empty script (2 inputs + tick + 2 views)', rounds_per_cpu_s: Math.round(baseline) },
-  { case: 'arena (2 inputs + tick + 2 views)', rounds_per_cpu_s: Math.round(arenaRate) },
-]);
-console.log(`arena: one core sustains ${Math.round(arenaRate)} match-ticks/s; 1,000 matches at 10 Hz need ${needed}/s -> ${((needed / arenaRate) * 100).toFixed(0)}% of one core`);
-console.log(`creating an arena VM (libraries, prelude, script, init, 2 joins): ${createMs.toFixed(1)} ms`);
-console.log(`memory per arena VM: ${(perVm / 1024).toFixed(0)} KiB heap${gc ? '' : ' (run with --expose-gc for a steadier number)'}`);
+if (process.argv.includes('--public-api-child')) {
+  // The child: the same figures without the internals, measured when asked.
+  serveParent({ internals: internals !== null }, { figures: () => ({ figures: measureVms() }) });
+} else {
+  await main();
+}
+
+async function main(): Promise<void> {
+  progress(`VM figures in this process (${internals ? 'fengari internals in use' : `internals off: ${internalsOff}`})`);
+  const patched = measureVms();
+  progress('VM figures in a child on the public API only');
+  const other = start({
+    name: 'lua (public API only)',
+    args: ['--import', 'tsx', '--expose-gc', fileURLToPath(import.meta.url), '--public-api-child'],
+    env: { ...process.env, SVC_FENGARI_UNPATCHED: '1' },
+    ipc: true,
+    echo: true,
+  });
+  let unpatched: VmFigures;
+  try {
+    await other.ready();
+    if (other.info.internals) throw new Error('the public-API child runs the internals');
+    unpatched = (await other.request<{ figures: VmFigures }>('figures')).figures;
+  } finally {
+    await other.stop();
+  }
+
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+  console.table([
+    { case: 'baseline: empty script (2 inputs + tick + 2 views), rounds/CPU-s', internals: Math.round(patched.baseline), public_api: Math.round(unpatched.baseline), speedup: ratio(patched.baseline, unpatched.baseline) },
+    { case: 'arena (2 inputs + tick + 2 views), rounds/CPU-s', internals: Math.round(patched.arena), public_api: Math.round(unpatched.arena), speedup: ratio(patched.arena, unpatched.arena) },
+    { case: 'creating an arena VM, ms', internals: patched.createMs.toFixed(1), public_api: unpatched.createMs.toFixed(1), speedup: ratio(unpatched.createMs, patched.createMs) },
+    { case: 'memory per arena VM, KiB heap', internals: Math.round(patched.perVmKiB), public_api: Math.round(unpatched.perVmKiB), speedup: '' },
+  ]);
+  if (!internals) console.log(`note: this process ran without the internals too (${internalsOff})`);
+  const needed = 1000 * 10; // 1,000 matches at 10 Hz
+  console.log(`arena: one core sustains ${Math.round(patched.arena)} match-ticks/s; 1,000 matches at 10 Hz need ${needed}/s -> ${((needed / patched.arena) * 100).toFixed(0)}% of one core`);
+  console.log(`creating an arena VM (libraries, prelude, script, init, 2 joins): ${patched.createMs.toFixed(1)} ms`);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  console.log(`memory per arena VM: ${patched.perVmKiB.toFixed(0)} KiB heap${gc ? '' : ' (run with --expose-gc for a steadier number)'}`);
+
+  progress('the crossing (lane on the main thread, then on one worker; with the internals)');
+  const inThread = await crossing(0);
+  const onWorker = await crossing(1);
+  console.table([
+    { lane: 'main thread (match_workers: 0)', main_thread_us_per_match_tick: inThread.mainUs.toFixed(1), ticks: inThread.ticks },
+    { lane: 'one worker (the crossing)', main_thread_us_per_match_tick: onWorker.mainUs.toFixed(1), ticks: onWorker.ticks },
+  ]);
+  game.close();
+}
 
 /**
  * 500 arena matches driven as the wheel drives them (one batch per 1 ms slot,
@@ -150,11 +205,3 @@ async function crossing(workers: number, matches = 500, seconds = 5): Promise<{ 
   await pool.close();
   return { mainUs: (elu.active * 1000) / states, ticks: states };
 }
-
-const inThread = await crossing(0);
-const onWorker = await crossing(1);
-console.table([
-  { lane: 'main thread (match_workers: 0)', main_thread_us_per_match_tick: inThread.mainUs.toFixed(1), ticks: inThread.ticks },
-  { lane: 'one worker (the crossing)', main_thread_us_per_match_tick: onWorker.mainUs.toFixed(1), ticks: onWorker.ticks },
-]);
-game.close();
