@@ -60,6 +60,11 @@ export interface RouteSpec<A extends Auth, P extends AnyObject, Q extends AnyObj
   legacyKey?: LegacyKey;
   /** An unreadable or invalid body reads as `{}` instead of failing (logout answers 200 whatever it is sent). */
   lenientBody?: boolean;
+  /**
+   * A precondition about the deployment, checked before the session or any
+   * input is looked at (e.g. guests switched off): what a client needs to learn first.
+   */
+  precondition?: (ctx: Ctx) => void;
   response: R;
   /** The success status the API document lists (a handler answers another one with `Answer`); default 200. */
   status?: number;
@@ -91,6 +96,7 @@ export function route<A extends Auth, P extends AnyObject = typeof EMPTY, Q exte
   const params = spec.params ?? EMPTY;
   const query = spec.query ?? EMPTY;
   const handler: Handler = async (request, ctx) => {
+    spec.precondition?.(ctx);
     const call = request.call;
     const player = spec.auth === 'player' ? requirePlayer(call) : call.principal;
     const input = {
