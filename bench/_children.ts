@@ -79,8 +79,8 @@ function installReaper(): void {
 }
 
 export interface StartOptions {
-  /** Names the child in errors. */
-  name: string;
+  /** Names the child in errors; by default its entry file. */
+  name?: string;
   /** Node's arguments: flags, the entry file, its arguments. */
   args: string[];
   cwd?: string;
@@ -116,7 +116,7 @@ export class Child {
   #stopping = false;
 
   constructor(options: StartOptions) {
-    this.name = options.name;
+    this.name = options.name ?? path.basename(options.args.find((a) => /\.(ts|mjs|js)$/.test(a)) ?? 'node');
     this.#port = options.port ?? 0;
     this.proc = spawn(process.execPath, [...extraFlags, ...options.args], {
       cwd: options.cwd ?? root,
@@ -350,13 +350,4 @@ export function serveParent(ready: Record<string, unknown>, ops: Record<string, 
     }
   });
   process.send!({ op: 'ready', ...ready });
-}
-
-// bench/lua.ts (another owner's, being changed) still forks itself through
-// these two; once it uses forkChild and bench/_report.ts they can go.
-export { progress } from './_report';
-export async function child(file: string, args: string[] = [], nodeFlags: string[] = []): Promise<Child & { first: Record<string, any> }> {
-  // Synchronous up to the spawn, as lua.ts relies on: it sets an environment variable for this child only.
-  const c = await forkChild(file, args, { nodeFlags });
-  return Object.assign(c, { first: c.info });
 }
