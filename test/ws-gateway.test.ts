@@ -111,10 +111,12 @@ describe('envelope and cid rules', () => {
   });
 
   it('carries a domain error whose code has no reason of its own as ws.request_failed (13.1 is complete)', () => {
-    expect(FrameError.from(new ApiError('player.not_found')).payload()).toEqual({
-      reason: 'player.not_found',
-      error: { code: 'ws.request_failed', message: expect.any(String), details: { reason: 'player.not_found' } },
+    expect(FrameError.from(new ApiError('social.group_not_found')).payload()).toEqual({
+      reason: 'social.group_not_found',
+      error: { code: 'ws.request_failed', message: expect.any(String), details: { reason: 'social.group_not_found' } },
     });
+    // An unknown player travels under the socket's generic `not_found` reason.
+    expect(FrameError.from(new ApiError('player.not_found')).payload()).toMatchObject({ reason: 'not_found', error: { code: 'ws.request_failed', details: { reason: 'not_found' } } });
     expect(FrameError.from(new ApiError('dm.blocked')).payload()).toMatchObject({ reason: 'blocked', error: { code: 'dm.blocked', details: {} } });
   });
 
