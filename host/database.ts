@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { setFlagsFromString } from 'node:v8';
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import pg from 'pg';
 import { DatabaseDeadlineError, serialDialect, type Db } from '../runtime/database';
@@ -222,7 +223,12 @@ const EMBEDDED_START_PARAMS = [
 ];
 
 /** Embedded PostgreSQL (PGlite), persisted in `dataDir` or, without one, in memory. */
-export async function openEmbedded(options: { dataDir?: string; image?: Blob }): Promise<OpenDatabase> {
+export async function openEmbedded(options: { dataDir?: string; image?: Blob; memorySaver?: boolean }): Promise<OpenDatabase> {
+  // V8 compiles the database's WebAssembly twice, a quick baseline and an
+  // optimised tier for hot code, and keeps both. Baseline only holds about
+  // 50 MB less for good, at the price of slower queries (decision 0027).
+  // The flag is process-wide and must be set before the module compiles.
+  if (options.memorySaver) setFlagsFromString('--liftoff-only');
   const lite = new PGlite({
     startParams: EMBEDDED_START_PARAMS,
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),

@@ -76,7 +76,7 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     await initialiseDataDir(config.dataDir, log);
-    database = await openEmbedded({ dataDir: config.dataDir });
+    database = await openEmbedded({ dataDir: config.dataDir, memorySaver: config.settings.embedded_memory_saver });
   }
 
   if (parseCli(argv).migrateOnly) {

@@ -177,6 +177,8 @@ const rawSchema = z
     match_worker_memory_mb: positiveInt.min(64).max(65_536).default(512),
     /** Boot with a game directory that declares no modes (accounts and social features only). */
     allow_empty_game: z.boolean().default(false),
+    /** Embedded database only: compile its WebAssembly with V8's baseline tier alone (about 50 MB less memory, slower queries). */
+    embedded_memory_saver: z.boolean().default(true),
     /** Development aid: check every REST answer and socket reply against its declared schema; a mismatch answers 500 `internal`. */
     response_checks: z.boolean().default(false),
   })

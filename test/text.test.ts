@@ -127,9 +127,11 @@ describe('REST query values and path parameters', () => {
     }
   });
 
-  it('chat history with a malformed channel id answers like an unknown channel', async () => {
+  it('chat history with a malformed channel id answers 422 naming the parameter, like every path parameter', async () => {
     for (const channel of ['%E0%A4%A', 'global%3Alobby%00']) {
-      expectError(await s.call('GET', `/api/v1/chat/${channel}/history`, { token: me.access_token }), 403, 'forbidden');
+      const res = await s.call('GET', `/api/v1/chat/${channel}/history`, { token: me.access_token });
+      expectError(res, 422, 'validation_failed');
+      expect(Object.keys(res.body.error.details.errors)).toEqual(['channel_id']);
     }
   });
 });
