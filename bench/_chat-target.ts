@@ -21,10 +21,10 @@ if (process.argv[2] === 'bare') {
   await new Promise((r) => wss.once('listening', r));
   serveParent({ port: (wss.address() as AddressInfo).port });
 } else {
-  const { openEmbedded } = await svcImport<typeof import('../host/database')>('host/database.ts');
-  const { startServer } = await svcImport<typeof import('../host/server')>('host/server.ts');
-  const { jsonLogger } = await svcImport<typeof import('../runtime/log')>('runtime/log.ts');
-  const { parseSettings } = await svcImport<typeof import('../runtime/settings')>('runtime/settings.ts');
+  const { openEmbedded } = await svcImport<typeof import('../host/infra/database')>('host/infra/database.ts');
+  const { createHost } = await svcImport<typeof import('../host/host')>('host/host.ts');
+  const { jsonLogger } = await svcImport<typeof import('../runtime/platform/log')>('runtime/platform/log.ts');
+  const { parseSettings } = await svcImport<typeof import('../runtime/contracts/settings')>('runtime/contracts/settings.ts');
   const big = { limit: 1_000_000_000, window: 1000 };
   const { settings } = parseSettings({
     pbkdf2_iterations: 1000,
@@ -36,7 +36,7 @@ if (process.argv[2] === 'bare') {
   });
   const database = await openEmbedded({});
   // Log lines are formatted as in production and dropped, so their cost counts.
-  const running = await startServer({ settings, database, log: jsonLogger(() => {}, 'info') });
+  const running = await createHost({ settings, database, log: jsonLogger(() => {}, 'info') });
   await running.ready;
   serveParent({ port: running.port });
 }

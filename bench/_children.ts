@@ -26,7 +26,7 @@ export const root = path.resolve(here, '..');
  */
 export const svcRoot = path.resolve(process.env.SVC_BENCH_ROOT ?? root);
 
-/** A service module of `svcRoot`, e.g. `svcImport<typeof import('../host/server')>('host/server.ts')`. */
+/** A service module of `svcRoot`, e.g. `svcImport<typeof import('../host/host')>('host/host.ts')`. */
 export function svcImport<T>(file: string): Promise<T> {
   return import(pathToFileURL(path.join(svcRoot, file)).href) as Promise<T>;
 }

@@ -20,17 +20,17 @@ if (kind === 'bare' || kind === 'bare-async') {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   serveParent({ port: (server.address() as AddressInfo).port });
 } else {
-  const { openEmbedded } = await svcImport<typeof import('../host/database')>('host/database.ts');
-  const { startServer } = await svcImport<typeof import('../host/server')>('host/server.ts');
-  const { jsonLogger } = await svcImport<typeof import('../runtime/log')>('runtime/log.ts');
-  const { parseSettings } = await svcImport<typeof import('../runtime/settings')>('runtime/settings.ts');
+  const { openEmbedded } = await svcImport<typeof import('../host/infra/database')>('host/infra/database.ts');
+  const { createHost } = await svcImport<typeof import('../host/host')>('host/host.ts');
+  const { jsonLogger } = await svcImport<typeof import('../runtime/platform/log')>('runtime/platform/log.ts');
+  const { parseSettings } = await svcImport<typeof import('../runtime/contracts/settings')>('runtime/contracts/settings.ts');
   // One address sends everything: the buckets must not be what is measured.
   const open = { limit: 1_000_000_000, window: 1000 };
   const { settings } = parseSettings({ pbkdf2_iterations: 1000, rate_limits: { api: open, register: open, auth: open } });
   const database = await openEmbedded({});
   // Request lines are written as in production, to a sink, so their cost counts.
   const log = jsonLogger(() => {}, 'info');
-  const running = await startServer({ settings, database, log });
+  const running = await createHost({ settings, database, log });
   await running.ready;
   const res = await fetch(`http://127.0.0.1:${running.port}/api/v1/auth/register`, {
     method: 'POST',

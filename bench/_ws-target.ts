@@ -6,7 +6,7 @@
 import { createServer } from 'node:http';
 import path from 'node:path';
 import { WebSocketServer } from 'ws';
-import type { LiveHost } from '../host/live';
+import type { LiveHost } from '../host/realtime/live';
 import { serveParent, svcImport, svcRoot } from './_children';
 
 const kind = process.argv[2];
@@ -27,13 +27,12 @@ if (kind === 'bare') {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   serveParent({ port: (server.address() as { port: number }).port }, { memory });
 } else {
-  const { openEmbedded } = await svcImport<typeof import('../host/database')>('host/database.ts');
-  const { loadGameDirectory } = await svcImport<typeof import('../host/game')>('host/game.ts');
-  const { startServer } = await svcImport<typeof import('../host/server')>('host/server.ts');
-  const { jsonb } = await svcImport<typeof import('../runtime/database')>('runtime/database.ts');
-  const { silentLogger } = await svcImport<typeof import('../runtime/log')>('runtime/log.ts');
-  const { parseSettings } = await svcImport<typeof import('../runtime/settings')>('runtime/settings.ts');
-  const { hashToken, newToken } = await svcImport<typeof import('../runtime/tokens')>('runtime/tokens.ts');
+  const { openEmbedded } = await svcImport<typeof import('../host/infra/database')>('host/infra/database.ts');
+  const { createHost } = await svcImport<typeof import('../host/host')>('host/host.ts');
+  const { jsonb } = await svcImport<typeof import('../runtime/platform/database')>('runtime/platform/database.ts');
+  const { silentLogger } = await svcImport<typeof import('../runtime/platform/log')>('runtime/platform/log.ts');
+  const { parseSettings } = await svcImport<typeof import('../runtime/contracts/settings')>('runtime/contracts/settings.ts');
+  const { hashToken, newToken } = await svcImport<typeof import('../runtime/accounts/tokens')>('runtime/accounts/tokens.ts');
   const { settings } = parseSettings({
     pbkdf2_iterations: 1000,
     rate_limits: { ws_connect: { limit: 1_000_000, window: 1000 }, join: { limit: 1_000_000, window: 1000 }, api: { limit: 1_000_000, window: 1000 } },
@@ -46,11 +45,7 @@ if (kind === 'bare') {
   });
   const database = await openEmbedded({});
   const gameDir = overrides.gameDir ?? path.join(svcRoot, 'examples/demo-game');
-  // Checkouts from before the server loaded its own game directory take the
-  // loaded game as `live`; later ones read `gameDir` and ignore `live`. Both
-  // are passed so SVC_BENCH_ROOT can point at either.
-  const options = { settings, database, log: silentLogger, gameDir, live: { game: loadGameDirectory(gameDir, {}, silentLogger) } };
-  const running = await startServer(options);
+  const running = await createHost({ settings, database, log: silentLogger, gameDir });
   await running.ready;
   const live = running.ctx.live as LiveHost;
 

@@ -1,6 +1,6 @@
 import { Router, type RouterOptions } from 'itty-router';
-import type { Ctx } from '../runtime/context';
-import { ApiError } from '../runtime/errors';
+import type { Ctx } from '../runtime/contracts/context';
+import { ApiError } from '../runtime/contracts/errors';
 import type { Route } from './contract';
 import { toFetchResponse, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
 import { caller, spendUnrouted } from './pipeline/caller';

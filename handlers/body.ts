@@ -1,5 +1,5 @@
-import { ApiError, validationFailed } from '../runtime/errors';
-import { textProblem, textProblemMessage } from '../runtime/text';
+import { ApiError, validationFailed } from '../runtime/contracts/errors';
+import { textProblem, textProblemMessage } from '../runtime/platform/text';
 import type { RequestLike } from './http';
 
 /** Request bodies are capped at 1 MiB. */

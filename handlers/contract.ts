@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import type { Ctx, Principal } from '../runtime/context';
-import { ApiError, validationFailed, type ErrorCode } from '../runtime/errors';
-import type { RateLimitGroup } from '../runtime/settings';
+import type { Ctx, Principal } from '../runtime/contracts/context';
+import { ApiError, validationFailed, type ErrorCode } from '../runtime/contracts/errors';
+import type { RateLimitGroup } from '../runtime/contracts/settings';
 import { readJson } from './body';
 import { json, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
 import { restInput, type LegacyKey } from './input';
-import { isStorableText, UNSTORABLE_TEXT } from '../runtime/text';
+import { isStorableText, UNSTORABLE_TEXT } from '../runtime/platform/text';
 
 /**
  * A REST route as a contract: what it takes (params, query, body), what it

@@ -1,5 +1,5 @@
-import type { Ctx, Principal } from '../runtime/context';
-import type { ApiError } from '../runtime/errors';
+import type { Ctx, Principal } from '../runtime/contracts/context';
+import type { ApiError } from '../runtime/contracts/errors';
 
 /** What the pipeline knows about one request beyond the request itself. */
 export interface Call {

@@ -1,16 +1,16 @@
 // Entry of dist/handlers.mjs: the host-neutral handler library. An embedding
-// host supplies a Ctx (see runtime/context.ts) and calls `createApp(ctx).fetch`.
+// host supplies a Ctx (see runtime/contracts/context.ts) and calls `createApp(ctx).fetch`.
 export { createApp, type App, type RequestMeta } from './app';
-export { serialDialect, type StatementRunner } from '../runtime/database';
-export { parseSettings } from '../runtime/settings';
-export { uuidv7Source } from '../runtime/ids';
-export { jsonLogger, silentLogger } from '../runtime/log';
-export { systemClock } from '../runtime/context';
-export { migrateToLatest } from '../runtime/migrate';
+export { serialDialect, type StatementRunner } from '../runtime/platform/database';
+export { parseSettings } from '../runtime/contracts/settings';
+export { uuidv7Source } from '../runtime/platform/ids';
+export { jsonLogger, silentLogger } from '../runtime/platform/log';
+export { systemClock } from '../runtime/contracts/context';
+export { migrateToLatest } from '../runtime/platform/migrate';
 // Builds `ctx.identity` over the embedding host's own fetch.
-export { createIdentityProviders } from '../runtime/identities';
+export { createIdentityProviders } from '../runtime/accounts/identities';
 export { Kysely } from 'kysely';
 // The rest of a Ctx for a REST-only embedding host.
-export { uncachedTokenResolver } from '../runtime/tokens';
-export { passwordHasher } from '../runtime/passwords';
-export { offlineLive } from '../runtime/offline-live';
+export { uncachedTokenResolver } from '../runtime/accounts/tokens';
+export { passwordHasher } from '../runtime/accounts/passwords';
+export { offlineLive } from '../runtime/platform/offline-live';

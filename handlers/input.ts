@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { ApiError, missingField, validationFailed, type ErrorCode } from '../runtime/errors';
-import { FrameError, isPlainObject } from '../runtime/frames';
+import { ApiError, missingField, validationFailed, type ErrorCode } from '../runtime/contracts/errors';
+import { FrameError, isPlainObject } from '../runtime/contracts/frames';
 import type { ClientFrameContract } from '../runtime/schemas/frame';
 import { fieldRules, type FieldRule } from '../runtime/schemas/rules';
 

@@ -1,18 +1,18 @@
-import { apiDocumentRoutes } from './api-documents';
-import { authRoutes } from './auth';
-import { chatRoutes } from './chat';
-import { dmRoutes } from './dm';
-import { friendRoutes } from './friends';
-import { groupRoutes } from './groups';
-import { guestRoutes } from './guest';
-import { healthRoutes } from './health';
+import { apiDocumentRoutes } from './routes/api-documents';
+import { authRoutes } from './routes/auth';
+import { chatRoutes } from './routes/social/chat';
+import { dmRoutes } from './routes/social/dm';
+import { friendRoutes } from './routes/social/friends';
+import { groupRoutes } from './routes/social/groups';
+import { guestRoutes } from './routes/guest';
+import { healthRoutes } from './routes/health';
 import type { Route } from './contract';
-import { identityRoutes } from './identities';
-import { matchmakerRoutes } from './matchmaker';
-import { matchRoutes } from './matches';
-import { notificationRoutes } from './notifications';
-import { playerRoutes } from './players';
-import { rpcRoutes } from './rpc';
+import { identityRoutes } from './routes/identities';
+import { matchmakerRoutes } from './routes/matchmaker';
+import { matchRoutes } from './routes/matches';
+import { notificationRoutes } from './routes/social/notifications';
+import { playerRoutes } from './routes/players';
+import { rpcRoutes } from './routes/rpc';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {

@@ -1,8 +1,8 @@
-import type { Ctx } from '../runtime/context';
-import { guestsEnabled } from '../runtime/guests';
+import type { Ctx } from '../runtime/contracts/context';
+import { guestsEnabled } from '../runtime/accounts/guests';
 import type { GameInfo } from '../runtime/lua/api';
-import { effectiveRegistration } from '../runtime/registration';
-import { OIDC_PROVIDERS } from '../runtime/settings';
+import { effectiveRegistration } from '../runtime/accounts/registration';
+import { OIDC_PROVIDERS } from '../runtime/contracts/settings';
 
 export interface BannerInput {
   version: string;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { parseSettings, SettingsError, settingsProblems, type Settings, type SettingsNotice } from '../runtime/settings';
+import { parseSettings, SettingsError, settingsProblems, type Settings, type SettingsNotice } from '../runtime/contracts/settings';
 
 /** Deployment basics from the environment; operator settings from one JSON file. */
 export interface HostConfig {

@@ -1,17 +1,17 @@
 import { availableParallelism } from 'node:os';
-import { systemClock, type Clock, type Ctx, type GameDeclarations, type LiveState } from '../runtime/context';
-import { createIdentityProviders } from '../runtime/identities';
-import { uuidv7Source } from '../runtime/ids';
-import type { Logger } from '../runtime/log';
-import { passwordHasher } from '../runtime/passwords';
-import type { Settings } from '../runtime/settings';
-import { loadClientGate } from './client-gate';
-import type { OpenDatabase } from './database';
-import { DatabaseWatch } from './database-watch';
-import { WindowLimiter } from './limits';
-import { outboundFetch, readTrustAnchor } from './outbound';
-import { TokenCache } from './token-cache';
-import { TokenLookups } from './token-lookups';
+import { systemClock, type Clock, type Ctx, type GameDeclarations, type LiveState } from '../runtime/contracts/context';
+import { createIdentityProviders } from '../runtime/accounts/identities';
+import { uuidv7Source } from '../runtime/platform/ids';
+import type { Logger } from '../runtime/platform/log';
+import { passwordHasher } from '../runtime/accounts/passwords';
+import type { Settings } from '../runtime/contracts/settings';
+import { loadClientGate } from './infra/client-gate';
+import type { OpenDatabase } from './infra/database';
+import { DatabaseWatch } from './infra/database-watch';
+import { WindowLimiter } from './infra/rate-limiter';
+import { outboundFetch, readTrustAnchor } from './http/outbound';
+import { TokenCache } from './infra/token-cache';
+import { TokenLookups } from './infra/token-lookups';
 
 export interface ContextOptions {
   settings: Settings;

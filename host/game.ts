@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { GameInfo, OperatorModes, ScriptSource } from '../runtime/lua/api';
 import { reportFengariInternals } from '../runtime/lua/fengari-internals';
 import { loadGame, MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT } from '../runtime/lua/game';
-import type { Logger } from '../runtime/log';
+import type { Logger } from '../runtime/platform/log';
 
 /** How often file times are compared when fs.watch misses an edit (network mounts, some editors). */
 const POLL_MS = 1000;

@@ -1,16 +1,16 @@
 import { loadConfig, parseCli, USAGE } from './config';
-import { openEmbedded, openPostgres, type OpenDatabase } from './database';
-import { BootRefusal, createHost } from './server';
-import { jsonLogger } from '../runtime/log';
-import { migrateToLatest } from '../runtime/migrate';
-import { databaseFault } from '../runtime/database';
-import { effectiveRegistration } from '../runtime/registration';
+import { openEmbedded, openPostgres, type OpenDatabase } from './infra/database';
+import { BootRefusal, createHost } from './host';
+import { jsonLogger } from '../runtime/platform/log';
+import { migrateToLatest } from '../runtime/platform/migrate';
+import { databaseFault } from '../runtime/platform/database';
+import { effectiveRegistration } from '../runtime/accounts/registration';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bootBanner } from './banner';
 import path from 'node:path';
-import { lockDataDir } from './data-dir-lock';
+import { lockDataDir } from './infra/data-dir-lock';
 
 /**
  * A new embedded data directory is created by PGlite's initdb, which grows its

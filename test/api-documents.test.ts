@@ -2,7 +2,7 @@ import { Parser } from '@asyncapi/parser';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../handlers/routes';
-import type { LiveHost } from '../host/live';
+import type { LiveHost } from '../host/realtime/live';
 import { clientFrames, serverPushes } from '../runtime/schemas/wire';
 import { startTestServer, type TestServer } from './support/server';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken } from '../runtime/tokens';
-import { parseSettings } from '../runtime/settings';
+import { hashToken } from '../runtime/accounts/tokens';
+import { parseSettings } from '../runtime/contracts/settings';
 import { expectError, freshUsername, registerPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bootBanner, type BannerInput } from '../host/banner';
-import { parseSettings } from '../runtime/settings';
+import { parseSettings } from '../runtime/contracts/settings';
 
 const pepper = 'p'.repeat(32);
 

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHost, type HostProcess } from '../bench/_host-process';
+import { startHost, type Child as HostProcess } from '../bench/_children';
 import { gameDir, matchScript } from './support/game-dir';
 import { TestSocket, type Frame } from './support/ws-client';
 import type { TestServer } from './support/server';

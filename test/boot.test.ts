@@ -3,7 +3,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHost, type HostProcess } from '../bench/_host-process';
+import { startHost, type Child as HostProcess } from '../bench/_children';
 
 // The production entry (dist/host.mjs, built by `npm test` before the suite) as
 // `npm start` runs it: real processes, real exit codes.

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadClientGate } from '../host/client-gate';
-import type { RawSettings } from '../runtime/settings';
+import { loadClientGate } from '../host/infra/client-gate';
+import type { RawSettings } from '../runtime/contracts/settings';
 import { expectError, freshUsername } from './support/accounts';
-import type { OpenDatabase } from '../host/database';
+import type { OpenDatabase } from '../host/infra/database';
 import { inProcessApp, type InProcessApp } from './support/app';
 import { freshDatabase } from './support/database';
 

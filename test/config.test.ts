@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, parseCli } from '../host/config';
-import { parseSettings, SettingsError } from '../runtime/settings';
+import { parseSettings, SettingsError } from '../runtime/contracts/settings';
 
 const run = promisify(execFile);
 const root = path.resolve(__dirname, '..');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { sql } from 'kysely';
-import { DatabaseDeadlineError, databaseFault } from '../runtime/database';
+import { DatabaseDeadlineError, databaseFault } from '../runtime/platform/database';
 import { freshDatabase } from './support/database';
 
 /** An error shaped as the pg driver or node's net layer hands it over. */

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../runtime/passwords';
+import { hashPassword } from '../runtime/accounts/passwords';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 import { TestSocket } from './support/ws-client';

@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../runtime/database';
-import { erasableColumns } from '../runtime/erasure';
+import type { Db } from '../runtime/platform/database';
+import { erasableColumns } from '../runtime/platform/erasure';
 import { registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 
 /**
  * Erasure completeness against the live schema: every column of every table
- * with a foreign key to `players` must be registered with runtime/erasure.ts,
+ * with a foreign key to `players` must be registered with runtime/platform/erasure.ts,
  * and a self-erase must leave no row pointing at the player. Rows are
  * fabricated generically from the catalog, so tables added by later
  * migrations are covered without touching this file — unless a CHECK
@@ -154,7 +154,7 @@ describe('erasure completeness', () => {
   it('has every column that references players registered, and every registration real', async () => {
     const registered = erasableColumns();
     const missing = references.filter((r) => !registered.some((e) => !e.via && e.table === r.table && e.column === r.column));
-    expect(missing.map((r) => `${r.table}.${r.column}`), 'columns referencing players but not registered in runtime/erasure.ts').toEqual([]);
+    expect(missing.map((r) => `${r.table}.${r.column}`), 'columns referencing players but not registered in runtime/platform/erasure.ts').toEqual([]);
 
     // Spec 4.2 rule 3 / 4.14: receipts and the group creator reference are kept, severed.
     for (const kept of references.filter((r) => KEPT_SEVERED.includes(`${r.table}.${r.column}`))) {

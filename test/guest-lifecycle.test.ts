@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { eraseInactiveGuest, REAP_BATCH } from '../runtime/guests';
-import { parseSettings } from '../runtime/settings';
+import { eraseInactiveGuest, REAP_BATCH } from '../runtime/accounts/guests';
+import { parseSettings } from '../runtime/contracts/settings';
 import { expectError, registerPlayer } from './support/accounts';
 import { guestSignIn, guestUpgrade, newDevice, PEPPER_V1 } from './support/guests';
 import { startTestServer, type TestServer } from './support/server';

@@ -3,9 +3,9 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { route } from '../handlers/contract';
-import { openPostgres } from '../host/database';
+import { openPostgres } from '../host/infra/database';
 import { migrations } from '../migrations/index';
-import { migrateToLatest } from '../runtime/migrate';
+import { migrateToLatest } from '../runtime/platform/migrate';
 import { freshDatabase } from './support/database';
 import { startTestServer } from './support/server';
 

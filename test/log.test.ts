@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonLogger } from '../runtime/log';
+import { jsonLogger } from '../runtime/platform/log';
 
 function capture(level: 'debug' | 'info' = 'debug', base = {}) {
   const lines: string[] = [];

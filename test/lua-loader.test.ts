@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadGameDirectory } from '../host/game';
 import { GameLoadError } from '../runtime/lua/api';
 import { loadGame } from '../runtime/lua/game';
-import { jsonLogger } from '../runtime/log';
+import { jsonLogger } from '../runtime/platform/log';
 import { memorySource, PASSIVE, recordingServices } from './fixtures/games/harness';
 import { MatchVm } from '../runtime/lua/match';
 

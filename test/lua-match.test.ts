@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { WindowLimiter } from '../host/limits';
-import { DEFAULT_RATE_LIMITS } from '../runtime/settings';
+import { WindowLimiter } from '../host/infra/rate-limiter';
+import { DEFAULT_RATE_LIMITS } from '../runtime/contracts/settings';
 import { PASSIVE, vmOf } from './fixtures/games/harness';
 
 describe('match callbacks', () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveHost } from '../host/live';
+import type { LiveHost } from '../host/realtime/live';
 import { gameDir, matchScript } from './support/game-dir';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, type Frame } from './support/ws-client';

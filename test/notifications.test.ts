@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../runtime/errors';
-import { notify } from '../runtime/notifications';
+import { ApiError } from '../runtime/contracts/errors';
+import { notify } from '../runtime/social/notifications';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 import { TestSocket } from './support/ws-client';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_STATUS } from '../runtime/errors';
+import { ERROR_STATUS } from '../runtime/contracts/errors';
 import { README, withFreshTable } from './support/error-table';
 
 describe('README error table', () => {

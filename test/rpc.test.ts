@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LiveHost } from '../host/live';
-import { ApiError } from '../runtime/errors';
+import type { LiveHost } from '../host/realtime/live';
+import { ApiError } from '../runtime/contracts/errors';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, TestSocket } from './support/ws-client';
 

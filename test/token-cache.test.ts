@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TokenCache } from '../host/token-cache';
-import { hashToken, type ResolvedAccess } from '../runtime/tokens';
+import { TokenCache } from '../host/infra/token-cache';
+import { hashToken, type ResolvedAccess } from '../runtime/accounts/tokens';
 
 /** The host cache in isolation, with a fake lookup whose answers and timing the test controls. */
 function harness(ttlMs = 60_000) {

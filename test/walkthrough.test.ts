@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { root, startHost, type HostProcess } from '../bench/_host-process';
+import { root, startHost, type Child as HostProcess } from '../bench/_children';
 
 // The README's five-minute walkthrough, command by command, against the
 // production host on a new embedded data directory: what a stranger types

@@ -4,7 +4,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as wsModule from 'ws';
 import WebSocket from 'ws';
-import { FrameFilter, FrameGuard, MAX_FRAGMENTS, OVERSIZED_MARKER } from '../host/frame-guard';
+import { FrameFilter, FrameGuard, MAX_FRAGMENTS, OVERSIZED_MARKER } from '../host/realtime/frame-guard';
 import { startTestServer, type TestServer } from './support/server';
 import { expectErrorFrame, TestSocket, type Frame } from './support/ws-client';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../runtime/errors';
-import { FrameError } from '../runtime/frames';
+import { ApiError } from '../runtime/contracts/errors';
+import { FrameError } from '../runtime/contracts/frames';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, expectErrorFrame, registerPlayer, TestSocket, type Frame } from './support/ws-client';
 

@@ -1,6 +1,6 @@
-import type { Ctx } from '../../runtime/context';
-import { rateLimited } from '../../runtime/errors';
-import type { RateLimitGroup } from '../../runtime/settings';
+import type { Ctx } from '../../runtime/contracts/context';
+import { rateLimited } from '../../runtime/contracts/errors';
+import type { RateLimitGroup } from '../../runtime/contracts/settings';
 import type { AnyRouteSpec } from '../contract';
 import { bearerOf, type PipelineRequest } from '../http';
 

@@ -1,4 +1,4 @@
-import { ApiError } from '../../runtime/errors';
+import { ApiError } from '../../runtime/contracts/errors';
 import { json, type ApiResponse, type PipelineRequest } from '../http';
 
 /**

@@ -1,6 +1,6 @@
-import type { Ctx } from '../../runtime/context';
-import { databaseFault, databaseFaultError } from '../../runtime/database';
-import { ApiError } from '../../runtime/errors';
+import type { Ctx } from '../../runtime/contracts/context';
+import { databaseFault, databaseFaultError } from '../../runtime/platform/database';
+import { ApiError } from '../../runtime/contracts/errors';
 import { errorResponse, type ApiResponse, type PipelineRequest } from '../http';
 
 /**

@@ -1,6 +1,6 @@
-import type { Ctx } from '../../runtime/context';
-import { databaseFaultError } from '../../runtime/database';
-import { ApiError } from '../../runtime/errors';
+import type { Ctx } from '../../runtime/contracts/context';
+import { databaseFaultError } from '../../runtime/platform/database';
+import { ApiError } from '../../runtime/contracts/errors';
 import type { PipelineRequest } from '../http';
 
 /**

@@ -1,4 +1,4 @@
-import type { Ctx } from '../../runtime/context';
+import type { Ctx } from '../../runtime/contracts/context';
 import type { ApiResponse, PipelineRequest } from '../http';
 
 /** One `http_request` line per request; never the token or the body. */

@@ -27,9 +27,9 @@
  *                            { info: GameInfo (refreshed on rescans), source: ScriptSource,
  *                              onChange(listener: (info: GameInfo) => void): () => void, close() }
  */
-import type { Clock, RateLimiter } from '../context';
-import type { IdSource } from '../ids';
-import type { Logger } from '../log';
+import type { Clock, RateLimiter } from '../contracts/context';
+import type { IdSource } from '../platform/ids';
+import type { Logger } from '../platform/log';
 
 /** A JSON value as the marshalling layer produces and accepts it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

@@ -32,7 +32,7 @@
  */
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
-import type { Logger } from '../log';
+import type { Logger } from '../platform/log';
 import { MAX_DEPTH, TOO_DEEP, cycleError, jsString, mixedObjectText, stringText } from './json-text';
 
 /** The fengari release the speed internals were read against and tested on. */

@@ -15,7 +15,7 @@ import {
   type ScriptSource,
   RPC_SCRIPT,
 } from './api';
-import { silentLogger } from '../log';
+import { silentLogger } from '../platform/log';
 import { isObjectJson, jsString, toJson } from './marshal';
 import { ScriptRpc } from './rpc';
 import { lauxlib, lua, Sandbox, to_luastring } from './vm';

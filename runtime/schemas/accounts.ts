@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { charLength } from '../accounts';
-import { base64ToBytes } from '../crypto';
-import { byteLength } from '../frames';
+import { charLength } from '../accounts/accounts';
+import { base64ToBytes } from '../platform/crypto';
+import { byteLength } from '../contracts/frames';
 import { Uuid } from './common';
 import { DisplayName, requiredQuery } from './players';
 import { coded } from './rules';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CONTENT_MAX_BYTES, parseChannel } from '../chat';
-import { byteLength } from '../frames';
+import { CONTENT_MAX_BYTES, parseChannel } from '../social/chat';
+import { byteLength } from '../contracts/frames';
 import { IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';
 import { DmPush } from './dm';
 import { clientFrame, type PushContract } from './frame';

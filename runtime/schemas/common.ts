@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { ErrorCode } from '../errors';
-import { ERROR_STATUS } from '../errors';
-import { isUuid } from '../ids';
-import { isStorableText, UNSTORABLE_TEXT } from '../text';
+import type { ErrorCode } from '../contracts/errors';
+import { ERROR_STATUS } from '../contracts/errors';
+import { isUuid } from '../platform/ids';
+import { isStorableText, UNSTORABLE_TEXT } from '../platform/text';
 import { coded } from './rules';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CONTENT_MAX_BYTES } from '../chat';
-import { byteLength } from '../frames';
+import { CONTENT_MAX_BYTES } from '../social/chat';
+import { byteLength } from '../contracts/frames';
 import { EpochMs, idOf, Text } from './common';
 import { clientFrame, type PushContract } from './frame';
 import { coded } from './rules';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { byteLength, isPlainObject } from '../frames';
+import { byteLength, isPlainObject } from '../contracts/frames';
 import type { JsonObject as ScriptObject } from '../lua/api';
 import { BooleanFilter, idOf, IsoTime, JsonObject, pageQuery, Success, Text, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { charLength, DISPLAY_NAME_MAX } from '../accounts';
-import { byteLength } from '../frames';
+import { charLength, DISPLAY_NAME_MAX } from '../accounts/accounts';
+import { byteLength } from '../contracts/frames';
 import { IsoTime, JsonObject, Text, Uuid } from './common';
 import { coded } from './rules';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { byteLength } from '../frames';
-import { DEFAULT_STATUS, METADATA_MAX_BYTES } from '../presence';
+import { byteLength } from '../contracts/frames';
+import { DEFAULT_STATUS, METADATA_MAX_BYTES } from '../social/presence';
 import { JsonObject, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame';
 

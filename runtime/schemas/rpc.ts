@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ApiError } from '../errors';
+import { ApiError } from '../contracts/errors';
 import { ErrorObject, JsonObject } from './common';
 import { clientFrame } from './frame';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ErrorCode } from '../errors';
+import type { ErrorCode } from '../contracts/errors';
 
 /**
  * How a field's failure is answered when the generic rule is not the one the

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { charLength } from '../accounts';
-import { isUuid } from '../ids';
+import { charLength } from '../accounts/accounts';
+import { isUuid } from '../platform/ids';
 import { coded } from './rules';
 import { BooleanFilter, idOf, IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';
 import { PresenceState } from './presence';

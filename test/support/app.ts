@@ -2,11 +2,11 @@ import { createApp, type App } from '../../handlers/app';
 import type { Route } from '../../handlers/contract';
 import { allRoutes } from '../../handlers/routes';
 import { createContext } from '../../host/context';
-import type { OpenDatabase } from '../../host/database';
-import type { Ctx } from '../../runtime/context';
-import { jsonLogger } from '../../runtime/log';
-import { offlineLive } from '../../runtime/offline-live';
-import { parseSettings, type RawSettings } from '../../runtime/settings';
+import type { OpenDatabase } from '../../host/infra/database';
+import type { Ctx } from '../../runtime/contracts/context';
+import { jsonLogger } from '../../runtime/platform/log';
+import { offlineLive } from '../../runtime/platform/offline-live';
+import { parseSettings, type RawSettings } from '../../runtime/contracts/settings';
 import { freshDatabase } from './database';
 import { TEST_RATE_LIMITS } from './server';
 

@@ -1,9 +1,9 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { openEmbedded, openPostgres, type OpenDatabase } from '../../host/database';
-import { migrateToLatest } from '../../runtime/migrate';
-import { parseSettings } from '../../runtime/settings';
+import { openEmbedded, openPostgres, type OpenDatabase } from '../../host/infra/database';
+import { migrateToLatest } from '../../runtime/platform/migrate';
+import { parseSettings } from '../../runtime/contracts/settings';
 
 let image: Blob | null = null;
 const DEFAULTS = parseSettings({}).settings;

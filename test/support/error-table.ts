@@ -4,10 +4,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ERROR_STATUS } from '../../runtime/errors';
+import { ERROR_STATUS } from '../../runtime/contracts/errors';
 
 export const README = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../README.md');
-const START = '<!-- error-codes: generated from runtime/errors.ts -->';
+const START = '<!-- error-codes: generated from runtime/contracts/errors.ts -->';
 const END = '<!-- /error-codes -->';
 
 /** Codes by family (the part before the dot; bare codes are cross-cutting), in table order. */

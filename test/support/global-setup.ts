@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { openEmbedded } from '../../host/database';
-import { migrateToLatest } from '../../runtime/migrate';
+import { openEmbedded } from '../../host/infra/database';
+import { migrateToLatest } from '../../runtime/platform/migrate';
 
 declare module 'vitest' {
   export interface ProvidedContext {

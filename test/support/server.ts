@@ -1,8 +1,8 @@
-import type { Clock } from '../../runtime/context';
-import { parseSettings, type RawSettings } from '../../runtime/settings';
-import { jsonLogger, silentLogger, type Logger } from '../../runtime/log';
-import { createHost, type RunningServer, type ServerOptions } from '../../host/server';
-import type { OpenDatabase } from '../../host/database';
+import type { Clock } from '../../runtime/contracts/context';
+import { parseSettings, type RawSettings } from '../../runtime/contracts/settings';
+import { jsonLogger, silentLogger, type Logger } from '../../runtime/platform/log';
+import { createHost, type RunningServer, type ServerOptions } from '../../host/host';
+import type { OpenDatabase } from '../../host/infra/database';
 import type { Route } from '../../handlers/contract';
 import { allRoutes } from '../../handlers/routes';
 import { freshDatabase } from './database';

@@ -7,11 +7,11 @@
  * dies is replaced at once and the matches it held are reported lost.
  */
 import { MessageChannel, Worker } from 'node:worker_threads';
-import type { Logger } from '../../../runtime/log';
+import type { Logger } from '../../../runtime/platform/log';
 import type { JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBinding, ScriptBindings, ScriptRpcResult, ScriptSource } from '../../../runtime/lua/api';
-import type { Clock, RateLimiter } from '../../../runtime/context';
-import type { IdSource } from '../../../runtime/ids';
-import type { RateLimitGroup, RateRule } from '../../../runtime/settings';
+import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
+import type { IdSource } from '../../../runtime/platform/ids';
+import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
 import { MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type CreateAnswer, type LaneEvent, type WorkerData } from './protocol';
 import { ScriptRunner, type RunnerOptions } from './runner';
 

@@ -7,8 +7,8 @@
  */
 import type { JoinResult, JsonObject, JsonValue, ModeInfo, ScriptRpcResult } from '../../../runtime/lua/api';
 import type { MessagePort } from 'node:worker_threads';
-import type { LogFields, LogLevel } from '../../../runtime/log';
-import type { RateLimitGroup, RateRule } from '../../../runtime/settings';
+import type { LogFields, LogLevel } from '../../../runtime/platform/log';
+import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
 import type { Budgets } from '../../../runtime/lua/api';
 
 export type Command =

@@ -4,9 +4,9 @@
  * script worker, or on the main thread with `match_workers: 0`; either way
  * it is the only place a match VM is built (the one VM factory).
  */
-import type { Clock, RateLimiter } from '../../../runtime/context';
-import type { IdSource } from '../../../runtime/ids';
-import type { LogFields, LogLevel, Logger } from '../../../runtime/log';
+import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
+import type { IdSource } from '../../../runtime/platform/ids';
+import type { LogFields, LogLevel, Logger } from '../../../runtime/platform/log';
 import type { Budgets, JsonObject, ModeInfo, ScriptBindings, ScriptSource } from '../../../runtime/lua/api';
 import { getHeapStatistics } from 'node:v8';
 import { MatchVm } from '../../../runtime/lua/match';

@@ -7,10 +7,10 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { JsonValue, ScriptBinding, ScriptBindings } from '../../../runtime/lua/api';
 import { runningDeadline } from '../../../runtime/lua/vm';
-import { systemClock } from '../../../runtime/context';
-import { uuidv7Source } from '../../../runtime/ids';
+import { systemClock } from '../../../runtime/contracts/context';
+import { uuidv7Source } from '../../../runtime/platform/ids';
 import { watchGameFiles } from '../../game';
-import { WindowLimiter } from '../../limits';
+import { WindowLimiter } from '../../infra/rate-limiter';
 import { MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
 import { heapInUse, ScriptRunner } from './runner';
 

@@ -1,0 +1,216 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../handlers/app';
+import type { Route } from '../handlers/contract';
+import type { Clock, Ctx, GameDeclarations } from '../runtime/contracts/context';
+import { createContext } from './context';
+import { ApiError } from '../runtime/contracts/errors';
+import { jsonLogger, type Logger } from '../runtime/platform/log';
+import { migrateToLatest } from '../runtime/platform/migrate';
+import { guestsEnabled } from '../runtime/accounts/guests';
+import type { Settings } from '../runtime/contracts/settings';
+import type { OpenDatabase } from './infra/database';
+import { nodeHandler, TrustedProxies } from './http/adapter';
+import { LiveHost } from './realtime/live';
+import { loadGameDirectory, type LoadedGame } from './game';
+import type { OperatorModes } from '../runtime/lua/api';
+import { databaseFault } from '../runtime/platform/database';
+import { GuestReaper } from './jobs/guest-reaper';
+import { TokenSweeper } from './jobs/token-sweeper';
+
+export interface ServerOptions {
+  settings: Settings;
+  database: OpenDatabase;
+  /**
+   * The game directory to serve, loaded here with the operator's `game_modes`
+   * (a broken script or an empty directory refuses the boot, naming it).
+   */
+  gameDir?: string;
+  port?: number;
+  host?: string;
+  log?: Logger;
+  clock?: Clock;
+  routes?: Route[];
+  /** Deployment-wide declarations; by default the loaded game directory's. */
+  game?: GameDeclarations;
+  /** Brings the schema up to date; a seam so tests can hold the node in `not_ready`. */
+  migrate?: (db: Ctx['db']) => Promise<unknown>;
+}
+
+/** A running node: HTTP (and later WebSocket) on one port, in front of one database. */
+export interface RunningServer {
+  port: number;
+  /** The game directory being served, if any. */
+  game: LoadedGame | null;
+  url: string;
+  ctx: Ctx;
+  server: Server;
+  /** Resolves when migrations have finished and API routes answer. */
+  ready: Promise<void>;
+  /** Runs on its interval when `guest_reap_after` is set; `sweep()` runs one pass now. */
+  guestReaper: GuestReaper;
+  tokenSweeper: TokenSweeper;
+  /** Registers work to do on shutdown (close sockets, stop loops) before the database closes. */
+  onShutdown(hook: () => Promise<void> | void): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts listening at once and migrates in the background: until the schema
+ * is current every API route answers 503 `not_ready`, so an orchestrator's
+ * probe sees the node come up honestly.
+ */
+export async function createHost(options: ServerOptions): Promise<RunningServer> {
+  const log = options.log ?? jsonLogger((line) => process.stdout.write(line + '\n'), options.settings.log_level);
+  let game: LoadedGame | null = null;
+  if (options.gameDir !== undefined) {
+    try {
+      game = loadGameDirectory(options.gameDir, options.settings.game_modes as OperatorModes, log, { allowEmpty: options.settings.allow_empty_game });
+    } catch (err) {
+      throw new BootRefusal((err as Error).message, { cause: err });
+    }
+  }
+  const loaded = game;
+  const declarations = options.game ?? (loaded ? { registration: () => loaded.info.registration, guestAuth: () => loaded.info.guestAuth } : undefined);
+  const live = new LiveHost(loaded ? { game: loaded } : {});
+  const { ctx, limits, watch, markReady } = await createContext({ ...options, ...(declarations ? { game: declarations } : {}), log, live });
+  watch?.start();
+  const ids = ctx.ids;
+  log.info('guest_auth', {
+    enabled: guestsEnabled(ctx),
+    key_id: options.settings.guest_verifier_key_id,
+    key_ids: Object.keys(options.settings.guest_verifier_pepper),
+  });
+
+  const app = createApp(ctx, options.routes);
+  const handle = nodeHandler({ app, ids, proxies: new TrustedProxies(options.settings.trusted_proxies) });
+
+  let inFlight = 0;
+  let drained: (() => void) | null = null;
+  const server = createServer((req, res) => {
+    // In flight = the handler has not settled (its database work included),
+    // whether or not the client is still there to read the answer.
+    inFlight++;
+    handle(req, res).then(settled, (err) => {
+      log.error('adapter_failure', { error: err });
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ error: { code: 'internal', message: 'An internal error occurred.', details: {} } }));
+      settled();
+    });
+  });
+  function settled(): void {
+    inFlight--;
+    if (inFlight === 0) drained?.();
+  }
+  server.keepAliveTimeout = 5000;
+  // Framing errors (garbage after a body, oversized headers) never reach the
+  // adapter; answer them with the error object too, never node's bare 400.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (err.code === 'ECONNRESET')) return socket.destroy();
+    const payload = JSON.stringify(new ApiError('invalid_message', 'The HTTP request could not be parsed.').body());
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`,
+    );
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | null = null;
+  const shutdown = new AbortController();
+  const readyPromise = migrateWhenReachable(options, ctx.db, log, shutdown.signal).then(async (applied) => {
+    markReady();
+    log.info('migrations_complete', { applied, database: options.database.kind });
+    // Boot reports a known database state: the first probe has answered.
+    await watch?.settled();
+  });
+  readyPromise.catch((err) => {
+    if (!shutdown.signal.aborted) log.error('migrations_failed', { error: err });
+  });
+  const guestReaper = new GuestReaper(ctx);
+  readyPromise.then(() => guestReaper.start(), () => {});
+  const tokenSweeper = new TokenSweeper(ctx);
+  readyPromise.then(() => tokenSweeper.start(), () => {});
+
+  const hooks: (() => Promise<void> | void)[] = [];
+  // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
+  live.start(ctx, server);
+  hooks.push(() => live.close());
+  hooks.push(() => guestReaper.stop());
+  hooks.push(() => tokenSweeper.stop());
+  if (loaded) hooks.push(() => loaded.close());
+
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    game: loaded,
+    ctx,
+    server,
+    ready: readyPromise,
+    guestReaper,
+    tokenSweeper,
+    onShutdown: (hook) => void hooks.push(hook),
+    close() {
+      closing ??= (async () => {
+        log.info('shutdown_started', { in_flight: inFlight });
+        shutdown.abort();
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        if (inFlight > 0) {
+          const grace = options.settings.shutdown_grace_ms;
+          await Promise.race([
+            new Promise<void>((resolve) => (drained = resolve)),
+            new Promise<void>((resolve) => setTimeout(resolve, grace).unref()),
+          ]);
+        }
+        for (const hook of hooks) await hook();
+        server.closeAllConnections();
+        await stopped;
+        limits.close();
+        await readyPromise.catch(() => {});
+        await watch?.stop();
+        await options.database.close();
+        log.info('shutdown_complete', {});
+      })();
+      return closing;
+    },
+  };
+}
+
+/** A configuration the node cannot serve (a broken game script, an empty game directory): the boot stops with its message. */
+export class BootRefusal extends Error {}
+
+/**
+ * Brings the schema up to date, waiting out a database that is not reachable
+ * yet (a node and its database often start together) with a capped backoff,
+ * for at most `db_boot_timeout_ms`. Any other failure is final at once.
+ */
+async function migrateWhenReachable(options: ServerOptions, db: Ctx['db'], log: Logger, stop: AbortSignal): Promise<string[]> {
+  const migrate = options.migrate ?? ((target: Ctx['db']) => migrateToLatest(target, (step) => log.info('migration_applied', { name: step.name, ms: step.ms })));
+  const giveUpAt = Date.now() + options.settings.db_boot_timeout_ms;
+  for (let attempt = 0; ; attempt++) {
+    const handle = options.database.unbounded?.();
+    try {
+      return (await migrate(handle?.db ?? db)) as string[];
+    } catch (err) {
+      const fault = databaseFault(err);
+      if (!fault || stop.aborted) throw err;
+      const left = giveUpAt - Date.now();
+      if (left <= 0) {
+        throw new Error(`the database was unreachable for ${options.settings.db_boot_timeout_ms} ms at boot (${fault}: ${(err as Error).message})`, { cause: err });
+      }
+      const retryMs = Math.min(10_000, 500 * 2 ** attempt, left);
+      log.warn('migrations_waiting', { reason: fault, attempt: attempt + 1, retry_in_ms: retryMs, error: (err as Error).message });
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, retryMs);
+        stop.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      });
+      if (stop.aborted) throw err;
+    } finally {
+      await handle?.close().catch(() => {});
+    }
+  }
+}

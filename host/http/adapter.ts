@@ -1,0 +1,190 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import type { App } from '../../handlers/app';
+import { MAX_BODY_BYTES } from '../../handlers/body';
+import type { HeaderReader, RequestLike } from '../../handlers/http';
+import { parseAddress, parseAddressRange, inRange, type AddressRange } from '../../runtime/platform/address-ranges';
+import { ApiError } from '../../runtime/contracts/errors';
+import type { IdSource } from '../../runtime/platform/ids';
+
+/**
+ * The `node:http` adapter of the handler library. It enforces the body rules before a byte
+ * of an oversized or length-less body is buffered: a declared length over the
+ * cap is answered 413 at once, a body without Content-Length 411, and a body
+ * that outgrows its declared length is cut off at the cap.
+ */
+export interface AdapterOptions {
+  app: App;
+  ids: IdSource;
+  proxies: TrustedProxies;
+}
+
+export function nodeHandler(options: AdapterOptions) {
+  const { app, ids, proxies } = options;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const requestId = ids.uuid();
+    const peer = req.socket.remoteAddress ?? '';
+    const trusted = proxies.trusts(peer);
+    const ip = trusted ? forwardedFor(req, proxies) ?? peer : peer;
+    const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted) || (trusted && req.headers['x-forwarded-proto'] === 'https');
+
+    const declared = req.headers['content-length'];
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    if (declared === undefined && chunked) return refuse(req, res, new ApiError('length_required'), requestId);
+    const length = declared === undefined ? 0 : Number(declared);
+    if (!Number.isSafeInteger(length) || length < 0) return refuse(req, res, new ApiError('length_required'), requestId);
+    if (length > MAX_BODY_BYTES) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+
+    let body: Buffer | null = null;
+    if (length > 0) {
+      body = await readBody(req, length);
+      if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+    }
+
+    // Routing reads only the path and query, and the Host header is the client's to choose: a
+    // fixed authority keeps a malformed one (`[::1`, `a b`, `a/b`) from failing the URL parse
+    // (500) or shifting the path. A target that is not a path (`*`, absolute-form) routes nowhere.
+    const target = req.url?.startsWith('/') ? req.url : '/';
+    const url = `${secure ? 'https' : 'http'}://localhost${target}`;
+    const request: RequestLike = { method: req.method ?? 'GET', url, headers: new NodeHeaders(req.headers), body: null, bufferedBody: body };
+
+    const reply = await app.handle(request, { ip, requestId, secure });
+    // A flat [name, value, ...] list is node's cheapest header form; headers
+    // and a string body then go out in one write.
+    const flat: string[] = [];
+    for (const name in reply.headers) {
+      const value = reply.headers[name]!;
+      if (Array.isArray(value)) for (const v of value) flat.push(name, v);
+      else flat.push(name, value);
+    }
+    flat.push('content-length', String(Buffer.byteLength(reply.body)));
+    res.writeHead(reply.status, flat);
+    res.end(reply.body);
+  };
+}
+
+/** fetch-style read access over node's already-parsed, lower-cased header object. */
+class NodeHeaders implements HeaderReader {
+  constructor(private readonly raw: IncomingHttpHeaders) {}
+
+  get(name: string): string | null {
+    // Callers nearly always pass the lower-case name already; node stores that form.
+    const value = this.raw[name] ?? this.raw[name.toLowerCase()];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.join(name.toLowerCase() === 'cookie' ? '; ' : ', ') : value;
+  }
+
+  has(name: string): boolean {
+    return (this.raw[name] ?? this.raw[name.toLowerCase()]) !== undefined;
+  }
+
+  forEach(callback: (value: string, name: string) => void): void {
+    for (const name of Object.keys(this.raw)) callback(this.get(name)!, name);
+  }
+}
+
+/**
+ * After a refused body, how much more of it the node reads (and discards) and
+ * for how long, before it gives up on the client and drops the connection.
+ */
+const DRAIN_BYTES = 8 * MAX_BODY_BYTES;
+const DRAIN_MS = 10_000;
+
+/**
+ * Answers a body-rule failure without buffering the body, then closes the
+ * connection once the client has finished sending. Closing while the upload
+ * is still arriving makes the kernel reset the connection, and a reset can
+ * destroy the answer in the client's buffers before it reads it: the client
+ * would see a broken pipe instead of the 413. So the rest of the body is read
+ * and discarded, within bounds, and the close is a graceful one.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string): void {
+  const socket = req.socket;
+  let drained = 0;
+  const giveUp = () => socket.destroy();
+  const timer = setTimeout(giveUp, DRAIN_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.byteLength;
+    if (drained > DRAIN_BYTES) giveUp();
+  });
+  req.on('end', () => {
+    clearTimeout(timer);
+    // Once the answer is out: a FIN after everything the client sent was read.
+    if (res.writableFinished) socket.end();
+    else res.once('finish', () => socket.end());
+  });
+  socket.once('close', () => clearTimeout(timer));
+  req.resume();
+  const payload = JSON.stringify(err.body());
+  // No `connection: close` header: node would then destroy the socket as soon
+  // as the answer is written, body still arriving. The FIN above closes it.
+  res.writeHead(err.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(payload)),
+    'x-request-id': requestId,
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  });
+  res.end(payload);
+}
+
+/** Reads exactly the declared length; null if the peer sends more than the cap. */
+function readBody(req: IncomingMessage, declared: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let done = false;
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      total += chunk.byteLength;
+      if (total > MAX_BODY_BYTES || total > declared) {
+        done = true;
+        req.pause();
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!done) resolve(Buffer.concat(chunks, total));
+    });
+    req.on('error', (err) => {
+      if (!done) reject(err);
+    });
+  });
+}
+
+/** The client address a trusted proxy reports in `X-Forwarded-For`, or null when it names none. */
+export function forwardedFor(req: IncomingMessage, proxies: TrustedProxies): string | null {
+  const header = req.headers['x-forwarded-for'];
+  const value = Array.isArray(header) ? header.join(',') : header;
+  if (!value) return null;
+  // Walk from the nearest hop outwards, skipping our own proxies.
+  const hops = value.split(',').map((h) => h.trim()).filter(Boolean);
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i]!;
+    if (!isIP(hop)) return null;
+    if (!proxies.trusts(hop)) return hop;
+  }
+  return hops[0] ?? null;
+}
+
+/** The `trusted_proxies` setting: addresses and CIDR ranges, IPv4 and IPv6 (validated at boot). */
+export class TrustedProxies {
+  readonly #ranges: AddressRange[] = [];
+
+  constructor(entries: string[]) {
+    for (const entry of entries) {
+      const range = parseAddressRange(entry);
+      if (!range) throw new Error(`trusted_proxies: '${entry}' is not an address or CIDR range`);
+      this.#ranges.push(range);
+    }
+  }
+
+  trusts(address: string): boolean {
+    if (this.#ranges.length === 0) return false;
+    const parsed = parseAddress(address);
+    return parsed !== null && this.#ranges.some((r) => inRange(parsed, r));
+  }
+}

@@ -1,0 +1,108 @@
+import { LRUCache } from 'lru-cache';
+import type { Principal, TokenResolver } from '../../runtime/contracts/context';
+import { hashToken, MAX_TOKEN_LENGTH, type ResolvedAccess } from '../../runtime/accounts/tokens';
+
+export interface TokenCacheOptions {
+  /** The uncached lookup by token hash (runtime/tokens `findAccessToken`). */
+  lookup(tokenHash: string, now: number): Promise<ResolvedAccess | null>;
+  now(): number;
+  /** Positive TTL (`auth_cache_ttl_ms`); 0 disables caching. */
+  ttlMs: number;
+  /** How long an unknown token is remembered as unknown. */
+  negativeTtlMs?: number;
+  maxEntries?: number;
+}
+
+interface Entry {
+  principal: Principal | null;
+  until: number;
+}
+
+/**
+ * Node-local cache in front of access-token resolution (60 s for a token that
+ * resolved, 5 s for one that did not). Entries are keyed by the token's SHA-256, so
+ * live bearer strings are not held in memory. A positive entry never outlives
+ * the token's own expiry, and revocation evicts at once: by token (logout) or
+ * by player (family revoked, ban, erasure).
+ *
+ * A lookup that started before an eviction may have read the row the
+ * eviction was about; such a result answers its own request but is not
+ * cached (the epoch check), so the next request re-reads the database.
+ */
+export class TokenCache implements TokenResolver {
+  /**
+   * Least recently used goes first when full: a flood of distinct garbage
+   * tokens then displaces each other, not the entries of players who keep
+   * making requests (insertion order would evict those too).
+   */
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #byPlayer = new Map<string, Set<string>>();
+  #epoch = 0;
+  readonly #negativeTtlMs: number;
+
+  constructor(private readonly options: TokenCacheOptions) {
+    this.#negativeTtlMs = Math.min(options.negativeTtlMs ?? 5000, options.ttlMs);
+    this.#entries = new LRUCache<string, Entry>({
+      max: options.maxEntries ?? 100_000,
+      dispose: (entry, key) => this.#unindex(key, entry),
+    });
+  }
+
+  async resolve(accessToken: string, beforeLookup?: () => void): Promise<Principal | null> {
+    if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return null;
+    const key = await hashToken(accessToken);
+    const now = this.options.now();
+    const hit = this.#entries.get(key);
+    if (hit) {
+      if (hit.until > now) return hit.principal;
+      this.#drop(key);
+    }
+    beforeLookup?.();
+    const epoch = this.#epoch;
+    const found = await this.options.lookup(key, now);
+    if (epoch === this.#epoch) {
+      const until = found ? Math.min(now + this.options.ttlMs, found.expiresAt) : now + this.#negativeTtlMs;
+      if (until > now) this.#store(key, { principal: found?.principal ?? null, until });
+    }
+    return found?.principal ?? null;
+  }
+
+  async evictToken(accessToken: string): Promise<void> {
+    this.#epoch++;
+    if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return;
+    this.#drop(await hashToken(accessToken));
+  }
+
+  evictPlayer(playerId: string): void {
+    this.#epoch++;
+    const keys = this.#byPlayer.get(playerId);
+    if (!keys) return;
+    for (const key of [...keys]) this.#entries.delete(key);
+    this.#byPlayer.delete(playerId);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #store(key: string, entry: Entry): void {
+    this.#entries.set(key, entry);
+    if (entry.principal) {
+      let keys = this.#byPlayer.get(entry.principal.playerId);
+      if (!keys) this.#byPlayer.set(entry.principal.playerId, (keys = new Set()));
+      keys.add(key);
+    }
+  }
+
+  #drop(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  /** Runs for every entry that leaves the cache: replaced, deleted or evicted. */
+  #unindex(key: string, entry: Entry): void {
+    if (!entry.principal) return;
+    const keys = this.#byPlayer.get(entry.principal.playerId);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#byPlayer.delete(entry.principal.playerId);
+  }
+}

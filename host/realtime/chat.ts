@@ -1,0 +1,237 @@
+import {
+  CHANNEL_BUFFER,
+  CHANNELS_PER_CONNECTION,
+  chatPush,
+  insertChatMessages,
+  mayUseChannel,
+  parseChannel,
+  stampChatMessage,
+  type Channel,
+  type ChatPush,
+  type StampedChatMessage,
+  type LiveChat,
+  type WorldRoster,
+} from '../../runtime/social/chat';
+import type { Ctx } from '../../runtime/contracts/context';
+import { databaseFault } from '../../runtime/platform/database';
+import { sendDirectMessage } from '../../runtime/social/dm';
+import { FrameError } from '../../runtime/contracts/frames';
+import { chatJoin, chatLeave, chatSend, type ChatSend } from '../../runtime/schemas/chat';
+import { dmSend, type DmSend } from '../../runtime/schemas/dm';
+import type { Session } from './sessions';
+import { afterCommit } from '../../runtime/platform/effects';
+import type { Gateway, Reply } from './gateway';
+
+/** A message waiting for the group commit, and how to settle its sender's frame. */
+interface PendingMessage {
+  message: StampedChatMessage;
+  done: (err?: unknown) => void;
+}
+
+/** A channel with live members or recent traffic: its members and its last 100 messages. */
+interface RunningChannel {
+  id: string;
+  /** Joined sockets and the player each joined as (a socket that re-authenticates as someone else stops receiving). */
+  members: Map<Session, string>;
+  buffer: ChatPush[];
+  idleTimer: ReturnType<typeof setTimeout> | null;
+}
+
+/**
+ * Chat on the socket: `chat.join`, `chat.leave`,
+ * `chat.send`, `dm.send`. A message is persisted by a group commit (sends
+ * arriving while an insert runs go into the next one, so a busy channel costs
+ * one statement per batch, not per message) and fans out once stored: a
+ * message the database refused reaches nobody. The sender's frame settles
+ * only when its message is stored (its later frames wait, and a refused
+ * message answers it `internal`). One message never costs another its
+ * storage: a failed batch is retried row by row, so only the rows the
+ * database refuses on their own fail. A channel runs while it has members;
+ * once the last one leaves it stops after `chat_idle_stop_ms`, dropping its
+ * buffer (history stays readable over REST).
+ */
+export class ChatHost implements LiveChat {
+  readonly #channels = new Map<string, RunningChannel>();
+  readonly #joined = new WeakMap<Session, Set<string>>();
+  readonly #sendWindows = new WeakMap<Session, { start: number; count: number }>();
+  #worlds: WorldRoster | null = null;
+  #pending: PendingMessage[] = [];
+  #writing = false;
+
+  constructor(private readonly ctx: Ctx) {}
+
+  attach(gateway: Gateway): void {
+    gateway.route(chatJoin, (s, { channel_id }) => this.#join(s, channel_id));
+    gateway.route(chatLeave, (s, { channel_id }) => this.#leave(s, channel_id));
+    gateway.route(chatSend, (s, p) => this.#send(s, p));
+    gateway.route(dmSend, (s, p) => this.#dm(s, p));
+  }
+
+  /** The world host registers its roster here when it starts. */
+  setWorldRoster(roster: WorldRoster | null): void {
+    this.#worlds = roster;
+  }
+
+  worlds(): WorldRoster | null {
+    return this.#worlds;
+  }
+
+  deliver(message: ChatPush): void {
+    const channel = this.#running(message.channel_id);
+    channel.buffer.push(message);
+    if (channel.buffer.length > CHANNEL_BUFFER) channel.buffer.shift();
+    const text = JSON.stringify({ type: 'chat.message', payload: message });
+    for (const [session, playerId] of channel.members) if (session.playerId === playerId) session.sendText(text);
+  }
+
+  evict(playerId: string, channelId: string): void {
+    const channel = this.#channels.get(channelId);
+    if (!channel) return;
+    for (const [session, joinedAs] of [...channel.members]) if (joinedAs === playerId) this.#part(session, channel);
+  }
+
+  recent(channelId: string): readonly ChatPush[] | null {
+    return this.#channels.get(channelId)?.buffer ?? null;
+  }
+
+  /** Shutdown: no idle timer outlives the node. */
+  close(): void {
+    for (const channel of this.#channels.values()) if (channel.idleTimer) clearTimeout(channel.idleTimer);
+    this.#channels.clear();
+  }
+
+  #running(id: string): RunningChannel {
+    let channel = this.#channels.get(id);
+    if (!channel) {
+      channel = { id, members: new Map(), buffer: [], idleTimer: null };
+      this.#channels.set(id, channel);
+      this.#armIdle(channel);
+    }
+    return channel;
+  }
+
+  #armIdle(channel: RunningChannel): void {
+    if (channel.members.size > 0 || channel.idleTimer) return;
+    channel.idleTimer = setTimeout(() => {
+      if (channel.members.size === 0 && this.#channels.get(channel.id) === channel) this.#channels.delete(channel.id);
+    }, this.ctx.settings.chat_idle_stop_ms);
+    channel.idleTimer.unref();
+  }
+
+  #part(session: Session, channel: RunningChannel): void {
+    channel.members.delete(session);
+    this.#joined.get(session)?.delete(channel.id);
+    this.#armIdle(channel);
+  }
+
+  async #join(session: Session, channel: Channel): Promise<Reply | null> {
+    const playerId = session.playerId!;
+    if (!(await mayUseChannel(this.ctx, playerId, channel))) {
+      throw new FrameError('not_authorized', { message: 'You may not join that channel.', details: { channel_id: channel.id } });
+    }
+    let joined = this.#joined.get(session);
+    if (joined && joined.size >= CHANNELS_PER_CONNECTION) {
+      throw new FrameError('too_many_channels', { message: `A connection joins at most ${CHANNELS_PER_CONNECTION} channels.`, details: { limit: CHANNELS_PER_CONNECTION } });
+    }
+    // The socket closed or changed identity while membership was checked.
+    if (session.socket.readyState !== 1 || session.playerId !== playerId) return null;
+    if (!joined) {
+      joined = new Set();
+      this.#joined.set(session, joined);
+      session.socket.once('close', () => {
+        for (const id of this.#joined.get(session) ?? []) {
+          const c = this.#channels.get(id);
+          if (c) this.#part(session, c);
+        }
+      });
+    }
+    const running = this.#running(channel.id);
+    if (running.idleTimer) {
+      clearTimeout(running.idleTimer);
+      running.idleTimer = null;
+    }
+    running.members.set(session, playerId);
+    joined.add(channel.id);
+    return { type: 'chat.joined', payload: { channel_id: channel.id } };
+  }
+
+  #leave(session: Session, id: string): Reply {
+    const channel = this.#channels.get(id);
+    if (channel && channel.members.has(session)) this.#part(session, channel);
+    return { type: 'chat.left', payload: { channel_id: id } };
+  }
+
+  /** Per-connection budget shared by `chat.send` and `dm.send` (setting `chat_send_rate`). */
+  #spend(session: Session): void {
+    const rule = this.ctx.settings.chat_send_rate;
+    const now = this.ctx.clock.now();
+    let w = this.#sendWindows.get(session);
+    if (!w || now - w.start >= rule.window) {
+      w = { start: now, count: 0 };
+      this.#sendWindows.set(session, w);
+    }
+    if (w.count >= rule.limit) {
+      const retry = Math.max(1, Math.ceil((w.start + rule.window - now) / 1000));
+      throw new FrameError('rate_limited', { message: 'Too many messages; slow down.', details: { retry_after: retry } });
+    }
+    w.count++;
+  }
+
+  async #send(session: Session, { channel_id, content }: ChatSend): Promise<null> {
+    this.#spend(session);
+    const playerId = session.playerId!;
+    const channel = parseChannel(channel_id);
+    // A malformed id and a channel the sender may not use answer alike.
+    if (!channel || !(await mayUseChannel(this.ctx, playerId, channel))) {
+      throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id } });
+    }
+    const message = stampChatMessage(this.ctx, { channel, senderId: playerId, content });
+    await this.#persist(message);
+    await afterCommit(this.ctx, { kind: 'message_stored', push: chatPush(message), recipientId: null });
+    return null;
+  }
+
+  #persist(message: StampedChatMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ message, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!this.#writing) void this.#flush();
+    });
+  }
+
+  async #flush(): Promise<void> {
+    this.#writing = true;
+    while (this.#pending.length > 0) {
+      const batch = this.#pending;
+      this.#pending = [];
+      try {
+        await insertChatMessages(this.ctx.db, batch.map((b) => b.message));
+        for (const b of batch) b.done();
+      } catch (err) {
+        // A lost database fails every row alike; retrying them one by one would only wait out the outage again.
+        if (batch.length === 1 || databaseFault(err)) this.#failed(batch, err);
+        else for (const b of batch) await this.#insertAlone(b);
+      }
+    }
+    this.#writing = false;
+  }
+
+  async #insertAlone(entry: PendingMessage): Promise<void> {
+    try {
+      await insertChatMessages(this.ctx.db, [entry.message]);
+      entry.done();
+    } catch (err) {
+      this.#failed([entry], err);
+    }
+  }
+
+  #failed(entries: PendingMessage[], err: unknown): void {
+    this.ctx.log.error('chat_persist_failed', { messages: entries.length, error: err instanceof Error ? err.message : String(err) });
+    for (const e of entries) e.done(err);
+  }
+
+  async #dm(session: Session, payload: DmSend): Promise<Reply> {
+    this.#spend(session);
+    const sent = await sendDirectMessage(this.ctx, session.playerId!, payload);
+    return { type: 'dm.sent', payload: { channel_id: sent.channel_id } };
+  }
+}

@@ -1,0 +1,162 @@
+import type { Server } from 'node:http';
+import type { Ctx, LiveState } from '../../runtime/contracts/context';
+import { ApiError } from '../../runtime/contracts/errors';
+import { availableParallelism } from 'node:os';
+import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type GameInfo, type JsonObject } from '../../runtime/lua/api';
+import type { Settings } from '../../runtime/contracts/settings';
+import { ChatHost } from './chat';
+import { MatchHost, type GameHandle } from './match/match-host';
+import { ScriptPool } from './match/pool';
+import { Matchmaker } from './matchmaker';
+import { PresenceHost } from './presence';
+import { RpcRegistry, type RpcHandler } from './rpc';
+import { scriptBindings } from './script-bindings';
+import { Gateway } from './gateway';
+
+export interface LiveOptions {
+  /** The loaded game directory; without one the node declares no modes. */
+  game?: GameHandle | null;
+}
+
+const NO_GAME: GameHandle = {
+  info: { modes: new Map(), guestAuth: false, registration: null, notices: [] } satisfies GameInfo,
+  source: { read: () => null },
+  dir: null,
+};
+
+/** Every script's limits, from the operator's settings (decision 4; docs/decisions/0021). */
+export function scriptBudgets(settings: Settings): Budgets {
+  return {
+    heavy: settings.lua_instruction_budget.init_tick,
+    light: settings.lua_instruction_budget.other,
+    heavyMs: settings.lua_time_budget_ms.init_tick,
+    lightMs: settings.lua_time_budget_ms.other,
+    heapBytes: settings.lua_heap_budget_mb * 1024 * 1024,
+    loadMs: DEFAULT_BUDGETS.loadMs,
+  };
+}
+
+/** `match_workers`, or one per core but the one the main thread keeps. */
+export function scriptWorkers(settings: Settings): number {
+  return settings.match_workers ?? Math.max(1, availableParallelism() - 1);
+}
+
+/**
+ * `ctx.live`: the node's real-time services, built in two steps because they
+ * need the finished `Ctx` and `Ctx` needs them. `start` runs once the HTTP
+ * server exists; until then only `push` works (and reaches nobody).
+ */
+export class LiveHost implements LiveState {
+  #gateway: Gateway | null = null;
+  #matches: MatchHost | null = null;
+  #matchmaker: Matchmaker | null = null;
+  #rpc: RpcRegistry | null = null;
+  #chat: ChatHost | null = null;
+  #presence: PresenceHost | null = null;
+  #pool: ScriptPool | null = null;
+
+  constructor(private readonly options: LiveOptions = {}) {}
+
+  start(ctx: Ctx, server: Server): void {
+    const gateway = new Gateway(ctx);
+    const game = this.options.game ?? NO_GAME;
+    let matches: MatchHost | null = null;
+    const pool = new ScriptPool({
+      workers: scriptWorkers(ctx.settings),
+      gameDir: game.dir,
+      source: game.source,
+      budgets: scriptBudgets(ctx.settings),
+      failingTicksMax: ctx.settings.match_failing_ticks_max,
+      memoryBytes: ctx.settings.match_worker_memory_mb * 1024 * 1024,
+      rateLimits: ctx.settings.rate_limits,
+      bindings: scriptBindings(ctx),
+      log: ctx.log,
+      limits: ctx.limits,
+      clock: ctx.clock,
+      ids: ctx.ids,
+      onEvent: (e) => matches?.onLaneEvent(e),
+      onLost: (ids) => matches?.onLanesLost(ids),
+    });
+    matches = new MatchHost(ctx, gateway.sessions, game, pool);
+    const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
+    const rpc = new RpcRegistry(ctx);
+    rpc.mount(RPC_NAMESPACE, scriptRpcHandler(pool));
+    matches.attach(gateway);
+    matchmaker.attach(gateway);
+    rpc.attach(gateway);
+    const chat = new ChatHost(ctx);
+    const presence = new PresenceHost(ctx, gateway.sessions);
+    chat.attach(gateway);
+    presence.attach(gateway);
+    gateway.attach(server);
+    matchmaker.start();
+    this.#gateway = gateway;
+    this.#matches = matches;
+    this.#matchmaker = matchmaker;
+    this.#rpc = rpc;
+    this.#chat = chat;
+    this.#presence = presence;
+    this.#pool = pool;
+  }
+
+  /** Shutdown: stop forming matches, close sockets with 1001, stop match loops. */
+  async close(): Promise<void> {
+    this.#matchmaker?.close();
+    await this.#gateway?.close();
+    this.#matches?.close();
+    this.#chat?.close();
+    await this.#pool?.close();
+  }
+
+  get gateway(): Gateway {
+    return started(this.#gateway);
+  }
+
+  get matches(): MatchHost {
+    return started(this.#matches);
+  }
+
+  get matchmaker(): Matchmaker {
+    return started(this.#matchmaker);
+  }
+
+  get rpc(): RpcRegistry {
+    return started(this.#rpc);
+  }
+
+  get chat(): ChatHost {
+    return started(this.#chat);
+  }
+
+  get presence(): PresenceHost {
+    return started(this.#presence);
+  }
+
+  push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number {
+    return this.#gateway ? this.#gateway.sessions.push(playerId, frame) : 0;
+  }
+
+  disconnect(playerId: string): void {
+    this.#gateway?.sessions.disconnect(playerId);
+  }
+
+  disconnectTokens(tokenIds: readonly string[]): void {
+    this.#gateway?.sessions.disconnectTokens(tokenIds);
+  }
+}
+
+/** `game.<name>` methods from the game directory's `rpc.lua`, run in the script pool and answered in the registry's terms. */
+function scriptRpcHandler(pool: ScriptPool): RpcHandler {
+  return async (params, call) => {
+    const r = await pool.rpc(call.method, call.playerId, params as JsonObject);
+    if (r.ok) return r.result;
+    if (r.unknown) throw new ApiError('rpc.unknown_method', 'No extension serves that method.');
+    if (r.refused) throw new ApiError('validation_failed', 'The game script turned the call down.', r.reason ? { reason: r.reason } : {});
+    throw new ApiError('internal');
+  };
+}
+
+function started<T>(service: T | null): T {
+  if (!service) throw new Error('live services used before start');
+  return service;
+}

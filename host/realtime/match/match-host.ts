@@ -1,0 +1,593 @@
+import type { Ctx } from '../../../runtime/contracts/context';
+import { FrameError } from '../../../runtime/contracts/frames';
+import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/api';
+import { recordFinishedMatch, type LiveMatches } from '../../../runtime/matches/matches';
+import {
+  matchFindOrCreate,
+  matchInput,
+  matchJoin,
+  matchLeave,
+  matchList,
+  type LiveMatchFilter,
+  type LiveMatchStatus,
+  type MatchFindOrCreate,
+  type MatchJoin,
+  type MatchListing,
+} from '../../../runtime/schemas/matches';
+import type { LaneEvent } from './protocol';
+import { TICK_MS } from './runner';
+import type { ScriptPool } from './pool';
+import { scriptSend } from '../script-bindings';
+import type { Session, SessionRegistry } from '../sessions';
+import type { Gateway, Reply } from '../gateway';
+
+export { TICK_MS };
+/** Skipped ticks are logged at most this often, with the count since the last line. */
+const SKIP_LOG_EVERY_MS = 10_000;
+/** A match that never reaches `min_players` stops silently. */
+const WAITING_TIMEOUT_MS = 60_000;
+/** A finished match lingers this long answering `not_in_match`, then is gone. */
+const FINISHED_LINGER_MS = 5000;
+
+/** The loaded game directory as the match host needs it; `info` may change on rescans. */
+export interface GameHandle {
+  readonly info: GameInfo;
+  readonly source: ScriptSource;
+  /** Where it is on disk, for script workers to read it themselves; null without one. */
+  readonly dir: string | null;
+}
+
+interface LiveMatch {
+  id: string;
+  mode: ModeInfo;
+  status: LiveMatchStatus;
+  /** Settles once the VM is built and `init` ran (rejects with `match_start_failed`). */
+  ready: Promise<void>;
+  /** Joins sent to the script and not answered yet, by player (they hold a place against `max_players`). */
+  joining: Map<string, Promise<JoinedInfo>>;
+  /** A tick was sent and its outcome has not come back: the next one is skipped, not queued. */
+  inFlight: boolean;
+  /** The script's `init` succeeded (before that the match is neither listed nor joinable by id). */
+  started: boolean;
+  /** Join order; the roster stays intact through the finished linger so broadcasts still arrive. */
+  roster: Set<string>;
+  /** Everyone ever admitted, for the finished record. */
+  everJoined: Set<string>;
+  joinable: boolean;
+  startedAt: Date | null;
+  slot: number;
+  waitingTimer: ReturnType<typeof setTimeout> | null;
+}
+
+/** Outcome of one join, as `match.joined` reports it. */
+export type JoinedInfo = Record<string, unknown>;
+
+export interface LatenessSummary {
+  count: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** Ticks that did not run because their match was a whole period behind (counted above as one period late). */
+  skipped: number;
+}
+
+/**
+ * Tick lateness in whole-millisecond buckets (the clock's own resolution), so
+ * every tick counts however long the node runs, in a few kilobytes.
+ */
+class LatenessHistogram {
+  static readonly BUCKETS = 2001;
+  readonly #counts = new Uint32Array(LatenessHistogram.BUCKETS);
+  #count = 0;
+  #max = 0;
+  #skipped = 0;
+
+  record(ms: number): void {
+    const bucket = Math.min(LatenessHistogram.BUCKETS - 1, Math.max(0, Math.round(ms)));
+    this.#counts[bucket]!++;
+    this.#count++;
+    if (ms > this.#max) this.#max = ms;
+  }
+
+  skip(): void {
+    this.#skipped++;
+    this.record(TICK_MS);
+  }
+
+  reset(): void {
+    this.#counts.fill(0);
+    this.#count = 0;
+    this.#max = 0;
+    this.#skipped = 0;
+  }
+
+  summary(): LatenessSummary {
+    return { count: this.#count, p50: this.#quantile(0.5), p99: this.#quantile(0.99), max: this.#max, skipped: this.#skipped };
+  }
+
+  /** The smallest bucket at or below which a share `q` of the ticks fall. */
+  #quantile(q: number): number {
+    if (this.#count === 0) return 0;
+    const rank = Math.ceil(q * this.#count);
+    let seen = 0;
+    for (let ms = 0; ms < LatenessHistogram.BUCKETS; ms++) {
+      seen += this.#counts[ms]!;
+      if (seen >= rank) return ms;
+    }
+    return LatenessHistogram.BUCKETS - 1;
+  }
+}
+
+/**
+ * One shared timer wheel for every match: 100 slots of 1 ms make up the 100 ms
+ * tick. A match lives in one slot and ticks when the wheel passes it, so a
+ * thousand matches cost one timer. The wheel turns one slot per event-loop
+ * turn, so sockets and HTTP are served between slots however far behind it
+ * is; behind by a whole period, it drops the missed passes (every match
+ * skips those ticks) instead of running them back to back.
+ */
+class TickWheel<T> {
+  static readonly SLOTS = 100;
+  static readonly SLOT_MS = TICK_MS / TickWheel.SLOTS;
+  readonly #slots: Set<T>[] = Array.from({ length: TickWheel.SLOTS }, () => new Set<T>());
+  /** Items whose first pass comes too soon: they tick from this instant on. */
+  readonly #firstDue = new Map<T, number>();
+  #cursor = 0;
+  #cursorAt = 0;
+  #timer: { cancel(): void } | null = null;
+  #count = 0;
+
+  constructor(
+    private readonly now: () => number,
+    private readonly run: (item: T, due: number) => void,
+    /** `periods` passes of every item were dropped. */
+    private readonly skip: (item: T, periods: number) => void,
+    /** After each slot: the batch of that slot goes out. */
+    private readonly afterSlot: () => void,
+  ) {}
+
+  /**
+   * The first tick comes one period after `add`: the item sits out its
+   * slot's next pass. Of the slots holding at most one item more than the
+   * emptiest, it takes the one turning soonest, so a steady trickle of new
+   * matches starts one period (and a few ms) after they were made, and a
+   * burst is spread over the whole period instead of piling into a few
+   * slots (its later matches start up to one period later).
+   */
+  add(item: T): number {
+    if (this.#count++ === 0) this.#start();
+    let least = Infinity;
+    for (const slot of this.#slots) least = Math.min(least, slot.size);
+    let chosen = this.#cursor;
+    for (let k = 0; k < TickWheel.SLOTS; k++) {
+      const i = (this.#cursor + k) % TickWheel.SLOTS;
+      if (this.#slots[i]!.size <= least + 1) {
+        chosen = i;
+        break;
+      }
+    }
+    this.#slots[chosen]!.add(item);
+    this.#firstDue.set(item, this.now() + TICK_MS - TickWheel.SLOT_MS);
+    return chosen;
+  }
+
+  remove(item: T, slot: number): void {
+    this.#firstDue.delete(item);
+    if (this.#slots[slot]!.delete(item) && --this.#count === 0) this.#stop();
+  }
+
+  #start(): void {
+    this.#cursorAt = this.now() + TickWheel.SLOT_MS;
+    this.#arm();
+  }
+
+  #stop(): void {
+    this.#timer?.cancel();
+    this.#timer = null;
+  }
+
+  #arm(): void {
+    const wait = this.#cursorAt - this.now();
+    if (wait > 0) {
+      const t = setTimeout(() => this.#turn(), wait);
+      this.#timer = { cancel: () => clearTimeout(t) };
+    } else {
+      // Overdue: still let the event loop serve I/O before the next slot.
+      const t = setImmediate(() => this.#turn());
+      this.#timer = { cancel: () => clearImmediate(t) };
+    }
+  }
+
+  #turn(): void {
+    this.#timer = null;
+    if (this.#count === 0) return;
+    const behind = this.now() - this.#cursorAt;
+    if (behind >= TICK_MS) {
+      const periods = Math.floor(behind / TICK_MS);
+      for (const slot of this.#slots) for (const item of slot) this.skip(item, periods);
+      this.#cursorAt += periods * TICK_MS;
+    }
+    const due = this.#cursorAt;
+    for (const item of [...this.#slots[this.#cursor]!]) {
+      const first = this.#firstDue.get(item);
+      if (first !== undefined) {
+        if (due < first) continue;
+        this.#firstDue.delete(item);
+      }
+      this.run(item, due);
+    }
+    this.afterSlot();
+    this.#cursor = (this.#cursor + 1) % TickWheel.SLOTS;
+    this.#cursorAt += TickWheel.SLOT_MS;
+    if (this.#count > 0) this.#arm();
+  }
+
+  close(): void {
+    this.#stop();
+    for (const s of this.#slots) s.clear();
+    this.#firstDue.clear();
+    this.#count = 0;
+  }
+}
+
+/**
+ * Live matches of this node, their `match.*` frames and their tick
+ * bookkeeping. The scripts run in the script pool (host/realtime/match/):
+ * each tick the wheel sends the match's queued inputs and a tick command to
+ * its lane, which runs one tick's steps (inputs → reload check → tick →
+ * finish check → views) and sends back the encoded
+ * `match.state` frames. A player is in at most one match; joining another
+ * leaves the first.
+ */
+export class MatchHost implements LiveMatches {
+  readonly #matches = new Map<string, LiveMatch>();
+  readonly #byPlayer = new Map<string, LiveMatch>();
+  readonly #wheel: TickWheel<LiveMatch>;
+  readonly #lateness = new LatenessHistogram();
+  readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
+  readonly #send: ReturnType<typeof scriptSend>;
+  #skippedSinceLog = 0;
+  #skipLoggedAt = 0;
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly sessions: SessionRegistry,
+    private readonly game: GameHandle,
+    private readonly pool: ScriptPool,
+  ) {
+    // Real time, not ctx.clock: the wheel schedules real timers, and lanes measure lateness against it.
+    this.#wheel = new TickWheel<LiveMatch>(
+      () => Date.now(),
+      (m, due) => this.#tick(m, due),
+      (_m, periods) => this.#skipped(periods),
+      () => pool.flush(),
+    );
+    this.#send = scriptSend(sessions);
+    // A player whose last socket closed leaves the match (no reconnect grace for matches).
+    sessions.onPlayerGone((playerId) => this.leave(playerId));
+  }
+
+  get size(): number {
+    return this.#matches.size;
+  }
+
+  /** Tick lateness since the last reset, for the benchmark and operators. */
+  lateness(): LatenessSummary {
+    return this.#lateness.summary();
+  }
+
+  resetLateness(): void {
+    this.#lateness.reset();
+  }
+
+  mode(name: string): ModeInfo | undefined {
+    return this.game.info.modes.get(name);
+  }
+
+  /** Starts a match of the mode in `waiting`: VM built and `init` run. Rejects with `match_start_failed` when that fails. */
+  async create(modeName: string): Promise<LiveMatch> {
+    const mode = this.mode(modeName);
+    if (!mode || mode.kind !== 'match') throw new FrameError('not_found');
+    if (this.#matches.size >= this.ctx.settings.match_max) throw new FrameError('match_capacity_reached');
+    const id = this.ctx.ids.uuid();
+    const match: LiveMatch = {
+      id,
+      mode,
+      status: 'waiting',
+      ready: Promise.resolve(),
+      joining: new Map(),
+      inFlight: false,
+      started: false,
+      roster: new Set(),
+      everJoined: new Set(),
+      joinable: true,
+      startedAt: null,
+      slot: -1,
+      waitingTimer: null,
+    };
+    // Registered before the script answers: it counts against match_max, and concurrent find_or_create callers converge on it.
+    this.#matches.set(id, match);
+    this.pool.assign(id);
+    match.ready = this.pool.create(id, mode).then((answer) => {
+      if (!answer.ok) {
+        match.status = 'finished';
+        this.#matches.delete(id);
+        this.pool.release(id);
+        throw new FrameError('match_start_failed');
+      }
+      match.started = true;
+      if (match.status !== 'waiting') return;
+      match.waitingTimer = setTimeout(() => {
+        if (match.status === 'waiting') this.#stop(match, 'waiting_timeout');
+      }, WAITING_TIMEOUT_MS);
+      match.waitingTimer.unref();
+      this.ctx.log.info('match_created', { match_id: id, mode: mode.name });
+    });
+    match.ready.catch(() => {});
+    await match.ready;
+    return match;
+  }
+
+  /**
+   * Puts the player into the match after the match's own checks (locked, full,
+   * the script's `join`). Spends no join token: callers decide that.
+   */
+  async joinInto(match: LiveMatch, playerId: string, ctx: JsonObject = {}): Promise<JoinedInfo> {
+    await match.ready;
+    if (match.status === 'finished') throw new FrameError('not_in_match');
+    if (match.roster.has(playerId)) return this.#info(match);
+    const pending = match.joining.get(playerId);
+    if (pending) return pending;
+    if (!match.joinable) throw new FrameError('match_locked');
+    if (match.roster.size + match.joining.size >= match.mode.max_players) throw new FrameError('match_full');
+    if (match.status === 'paused') throw new FrameError('match_paused');
+    const joined = this.#join(match, playerId, ctx);
+    match.joining.set(playerId, joined);
+    try {
+      return await joined;
+    } finally {
+      match.joining.delete(playerId);
+    }
+  }
+
+  async #join(match: LiveMatch, playerId: string, ctx: JsonObject): Promise<JoinedInfo> {
+    const r = await this.pool.join(match.id, playerId, ctx);
+    if (match.status === 'finished') throw new FrameError('not_in_match');
+    if (!r.ok) {
+      if (r.refused) throw new FrameError('join_refused', { details: r.reason ? { refused_reason: r.reason } : {} });
+      if (isLimitKind(r.kind)) throw new FrameError('timeout');
+      throw new FrameError('internal');
+    }
+    const previous = this.#byPlayer.get(playerId);
+    if (previous && previous !== match) this.leave(playerId);
+    match.roster.add(playerId);
+    match.everJoined.add(playerId);
+    this.#byPlayer.set(playerId, match);
+    if (match.status === 'waiting' && match.roster.size >= match.mode.min_players) this.#run(match);
+    return this.#info(match);
+  }
+
+  /** Runs the script's `leave`; an emptied match stops without a record. */
+  leave(playerId: string): void {
+    const match = this.#byPlayer.get(playerId);
+    if (!match) return;
+    this.#byPlayer.delete(playerId);
+    if (match.status === 'finished') return;
+    this.pool.leave(match.id, playerId);
+    match.roster.delete(playerId);
+    if (match.roster.size === 0 && match.joining.size === 0) this.#stop(match, 'empty');
+  }
+
+  list(filter: LiveMatchFilter): MatchListing[] {
+    const out: MatchListing[] = [];
+    for (const m of this.#matches.values()) {
+      if (!m.started || !m.mode.listed || (m.status !== 'waiting' && m.status !== 'running')) continue;
+      if (filter.mode !== undefined && m.mode.name !== filter.mode) continue;
+      if (filter.has_capacity && m.roster.size >= m.mode.max_players) continue;
+      if (filter.joinable !== undefined && m.joinable !== filter.joinable) continue;
+      out.push(this.#listing(m));
+    }
+    return out;
+  }
+
+  /** Serves the `match.*` client frames. */
+  attach(gateway: Gateway): void {
+    gateway.route(matchList, (_s, filter) => ({ type: 'match.list', payload: { matches: this.list(filter) } }));
+    gateway.route(matchJoin, (s, p) => this.#joinFrame(s, p));
+    gateway.route(matchFindOrCreate, (s, p) => this.#findOrCreateFrame(s, p));
+    gateway.route(matchLeave, (s) => {
+      this.leave(s.playerId!);
+      return { type: 'match.left', payload: { success: true } };
+    });
+    gateway.route(matchInput, (s, input) => this.#inputFrame(s, input));
+  }
+
+  close(): void {
+    this.#wheel.close();
+    for (const t of this.#lingering) clearTimeout(t);
+    for (const m of this.#matches.values()) if (m.waitingTimer) clearTimeout(m.waitingTimer);
+    this.#matches.clear();
+    this.#byPlayer.clear();
+  }
+
+  /** What the lanes report: state frames, script effects, finished matches. */
+  onLaneEvent(e: LaneEvent): void {
+    switch (e.k) {
+      case 'log':
+        return this.ctx.log[e.level](e.event, e.fields);
+      case 'send':
+        return this.#send(e.playerId, e.message);
+      case 'answer':
+        return;
+    }
+    const match = this.#matches.get(e.matchId);
+    if (!match) return;
+    switch (e.k) {
+      case 'state':
+        match.inFlight = false;
+        this.#lateness.record(e.lateMs);
+        if (match.status !== 'running') return;
+        if (e.shared !== null) return this.#toRoster(match, e.shared);
+        for (const [playerId, text] of e.views) if (match.roster.has(playerId)) this.sessions.pushText(playerId, text);
+        return;
+      case 'skipped':
+        match.inFlight = false;
+        return this.#skipped(1);
+      case 'finished':
+        match.inFlight = false;
+        if (match.status !== 'finished') this.#finish(match, e.result);
+        return;
+      case 'broadcast':
+        return this.#toRoster(match, e.text);
+      case 'joinable':
+        match.joinable = e.joinable;
+        return;
+    }
+  }
+
+  /** A script worker died: its matches end in error, and their players are told. */
+  onLanesLost(matchIds: string[]): void {
+    for (const id of matchIds) {
+      const match = this.#matches.get(id);
+      if (match && match.status !== 'finished' && match.started) this.#finish(match, { status: 'error', reason: 'worker_lost' });
+    }
+  }
+
+  // ---- frames -------------------------------------------------------------
+
+  async #joinFrame(session: Session, { match_id, ctx }: MatchJoin): Promise<Reply> {
+    const playerId = session.playerId!;
+    // A lookup miss answers before the join bucket is touched.
+    const match = this.#matches.get(match_id);
+    if (!match || !match.started) throw new FrameError('match_not_found');
+    this.#spendJoin(playerId);
+    return { type: 'match.joined', payload: await this.joinInto(match, playerId, ctx) };
+  }
+
+  async #findOrCreateFrame(session: Session, { mode: modeName, ctx: joinCtx }: MatchFindOrCreate): Promise<Reply> {
+    const playerId = session.playerId!;
+    this.#spendJoin(playerId);
+    const mode = this.mode(modeName);
+    if (!mode) throw new FrameError('not_found');
+    if (mode.kind !== 'match') throw new FrameError('wrong_mode_type');
+    if (!mode.quick_play) throw new FrameError('quick_play_disabled');
+    // The fullest match with room wins, so concurrent callers converge on it, a match still starting included.
+    let best: LiveMatch | null = null;
+    for (const m of this.#matches.values()) {
+      if (m.mode.name !== mode.name || !m.joinable || (m.status !== 'waiting' && m.status !== 'running')) continue;
+      if (m.roster.has(playerId) || m.joining.has(playerId)) return { type: 'match.joined', payload: await this.joinInto(m, playerId, joinCtx) };
+      const taken = m.roster.size + m.joining.size;
+      if (taken >= m.mode.max_players) continue;
+      if (!best || taken > best.roster.size + best.joining.size) best = m;
+    }
+    if (best) return { type: 'match.joined', payload: await this.joinInto(best, playerId, joinCtx) };
+    if (this.#matches.size >= this.ctx.settings.match_max) throw new FrameError('match_capacity_reached');
+    const created = await this.create(mode.name);
+    try {
+      return { type: 'match.joined', payload: await this.joinInto(created, playerId, joinCtx) };
+    } catch (err) {
+      // Opened for this caller, who could not join: nobody else is in it to keep it.
+      if (created.status === 'waiting' && created.roster.size === 0 && created.joining.size === 0) this.#stop(created, 'join_failed');
+      throw err;
+    }
+  }
+
+  #inputFrame(session: Session, input: JsonObject): null {
+    const match = this.#byPlayer.get(session.playerId!);
+    if (!match || match.status === 'finished') {
+      throw new FrameError('not_in_match', { frameType: 'match.input', echoCid: false });
+    }
+    // Waiting or paused: the frame was delivered, but there is no tick to apply it to.
+    if (match.status === 'running') this.pool.input(match.id, session.playerId!, input);
+    return null;
+  }
+
+  #spendJoin(playerId: string): void {
+    if (!this.ctx.limits.take('join', `p:${playerId}`).ok) throw new FrameError('join_rate_limited');
+  }
+
+  // ---- lifecycle ------------------------------------------------------------
+
+  #run(match: LiveMatch): void {
+    match.status = 'running';
+    match.startedAt = new Date(this.ctx.clock.now());
+    if (match.waitingTimer) clearTimeout(match.waitingTimer);
+    match.waitingTimer = null;
+    match.slot = this.#wheel.add(match);
+  }
+
+  #tick(match: LiveMatch, due: number): void {
+    if (match.status !== 'running') return;
+    // The lane has not answered the previous tick (a script at its deadline): skip, never queue.
+    if (match.inFlight) return this.#skipped(1);
+    match.inFlight = true;
+    this.pool.tick(match.id, due);
+  }
+
+  /** Counted in the lateness histogram; logged at most once per SKIP_LOG_EVERY_MS with the count since. */
+  #skipped(ticks: number): void {
+    for (let i = 0; i < ticks; i++) this.#lateness.skip();
+    this.#skippedSinceLog += ticks;
+    const now = Date.now();
+    if (now - this.#skipLoggedAt < SKIP_LOG_EVERY_MS) return;
+    this.ctx.log.warn('match_ticks_skipped', { ticks: this.#skippedSinceLog, since_ms: this.#skipLoggedAt ? now - this.#skipLoggedAt : null });
+    this.#skippedSinceLog = 0;
+    this.#skipLoggedAt = now;
+  }
+
+  #finish(match: LiveMatch, result: Record<string, unknown>): void {
+    if (match.status === 'running') this.#wheel.remove(match, match.slot);
+    if (match.waitingTimer) clearTimeout(match.waitingTimer);
+    match.status = 'finished';
+    this.pool.release(match.id);
+    const finishedAt = new Date(this.ctx.clock.now());
+    this.#toRoster(match, JSON.stringify({ type: 'match.finished', payload: { match_id: match.id, result } }));
+    for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
+    this.ctx.log.info('match_finished', { match_id: match.id, mode: match.mode.name, players: match.roster.size, status: result.status ?? null, reason: result.reason ?? null });
+    recordFinishedMatch(this.ctx.db, {
+      id: match.id,
+      mode: match.mode.name,
+      status: 'finished',
+      players: [...match.everJoined],
+      result,
+      startedAt: match.startedAt,
+      finishedAt,
+    }).catch((err) => this.ctx.log.error('match_record_failed', { match_id: match.id, error: err }));
+    const t = setTimeout(() => {
+      this.#lingering.delete(t);
+      this.#matches.delete(match.id);
+    }, FINISHED_LINGER_MS);
+    t.unref();
+    this.#lingering.add(t);
+  }
+
+  /** Ends a match without a finished frame or record (emptied, never started). */
+  #stop(match: LiveMatch, why: string): void {
+    if (match.status === 'running') this.#wheel.remove(match, match.slot);
+    if (match.waitingTimer) clearTimeout(match.waitingTimer);
+    match.status = 'finished';
+    for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
+    this.#matches.delete(match.id);
+    this.pool.release(match.id);
+    this.ctx.log.info('match_stopped', { match_id: match.id, reason: why });
+  }
+
+  #toRoster(match: LiveMatch, text: string): void {
+    for (const playerId of match.roster) this.sessions.pushText(playerId, text);
+  }
+
+  #listing(m: LiveMatch): MatchListing {
+    return {
+      match_id: m.id,
+      mode: m.mode.name,
+      status: m.status,
+      player_count: m.roster.size,
+      max_players: m.mode.max_players,
+      joinable: m.joinable,
+    };
+  }
+
+  #info(m: LiveMatch): JoinedInfo {
+    return { ...this.#listing(m), players: [...m.roster], listed: m.mode.listed };
+  }
+}

@@ -1,0 +1,57 @@
+import type { Ctx } from '../../runtime/contracts/context';
+import { ApiError } from '../../runtime/contracts/errors';
+import type { JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/api';
+import { notifyInBackground, type NotificationView } from '../../runtime/social/notifications';
+import type { SessionRegistry } from './sessions';
+
+/**
+ * What game VMs reach on this node: `game.send`, and the domain bindings of
+ * the `game` table it can back.
+ * Every game VM, match or RPC, gets the same set.
+ */
+export function scriptBindings(ctx: Ctx): ScriptBindings {
+  return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx) };
+}
+
+/** `game.send`: the player's sockets get `module.message {module: "lua", message}`. */
+export function scriptSend(sessions: SessionRegistry): ScriptServices['send'] {
+  return (playerId, message) => void sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } });
+}
+
+const NOTIFY_USAGE = 'game.notify(player_id, type, subject[, data]): player_id, type and subject must be strings';
+const NOTIFY_MANY_USAGE = 'game.notify_many(player_ids, type, subject[, data]): player_ids must be an array, type and subject strings';
+
+/** `game.notify` → `{ok = notification}` (without `id`, as rows reach Lua) or `{error = reason}`. */
+function notifyBinding(ctx: Ctx): ScriptBinding {
+  return ([playerId, type, subject, data]): JsonValue => {
+    if (typeof playerId !== 'string' || typeof type !== 'string' || typeof subject !== 'string') return { error: NOTIFY_USAGE };
+    const sent = send(ctx, playerId, type, subject, data);
+    return sent ? { ok: forLua(sent) } : { error: 'invalid_notification' };
+  };
+}
+
+/** `game.notify_many` → `{ok = {player ids notified}}`; bad recipients shorten the list. */
+function notifyManyBinding(ctx: Ctx): ScriptBinding {
+  return ([playerIds, type, subject, data]): JsonValue => {
+    if (!Array.isArray(playerIds) || typeof type !== 'string' || typeof subject !== 'string') return { error: NOTIFY_MANY_USAGE };
+    const notified: string[] = [];
+    for (const playerId of playerIds) if (typeof playerId === 'string' && send(ctx, playerId, type, subject, data)) notified.push(playerId);
+    return { ok: notified };
+  };
+}
+
+function send(ctx: Ctx, playerId: string, type: string, subject: string, data: JsonValue | undefined): NotificationView | null {
+  // Data that is not a table (or is a list) is sent as {}.
+  const content = data !== null && typeof data === 'object' && !Array.isArray(data) ? data : {};
+  try {
+    return notifyInBackground(ctx, { playerId, type, subject, content });
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'validation_failed') return null;
+    throw err;
+  }
+}
+
+function forLua(n: NotificationView): JsonValue {
+  const { id: _id, ...rest } = n;
+  return rest as JsonValue;
+}

@@ -1,0 +1,131 @@
+import type { WebSocket } from 'ws';
+import type { ServerFrame } from '../../runtime/contracts/frames';
+
+/**
+ * Live sockets and who they belong to. A player may hold several sockets at
+ * once (docs/decisions/0004): player-addressed pushes go to all of them, and
+ * the player counts as gone only when the last one closes.
+ */
+export class Session {
+  /** The authenticated player, or null before a successful `session.connect`. */
+  playerId: string | null = null;
+  tokenId: string | null = null;
+  /** Message-rate window: fixed 1000 ms, opened by the socket. */
+  windowStart: number;
+  windowCount = 0;
+  lastInbound: number;
+  /** Frames waiting while an earlier frame of this socket is still being handled. */
+  backlog: string[] | null = null;
+  busy = false;
+  idleAuthTimer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    readonly id: number,
+    readonly socket: WebSocket,
+    readonly ip: string,
+    now: number,
+  ) {
+    this.windowStart = now;
+    this.lastInbound = now;
+  }
+
+  send(frame: ServerFrame): void {
+    this.sendText(JSON.stringify(frame));
+  }
+
+  sendText(text: string): void {
+    if (this.socket.readyState === 1) this.socket.send(text);
+  }
+
+  close(code: number, reason: string): void {
+    if (this.socket.readyState <= 1) this.socket.close(code, reason);
+  }
+}
+
+export class SessionRegistry {
+  readonly #byPlayer = new Map<string, Set<Session>>();
+  readonly #all = new Set<Session>();
+  readonly #goneListeners: ((playerId: string) => void)[] = [];
+
+  get size(): number {
+    return this.#all.size;
+  }
+
+  add(session: Session): void {
+    this.#all.add(session);
+  }
+
+  /** Binds an authenticated socket to its player (re-auth moves it). */
+  bind(session: Session, playerId: string, tokenId: string): void {
+    if (session.playerId === playerId) {
+      session.tokenId = tokenId;
+      return;
+    }
+    this.#unbind(session);
+    session.playerId = playerId;
+    session.tokenId = tokenId;
+    let set = this.#byPlayer.get(playerId);
+    if (!set) this.#byPlayer.set(playerId, (set = new Set()));
+    set.add(session);
+  }
+
+  remove(session: Session): void {
+    this.#all.delete(session);
+    this.#unbind(session);
+  }
+
+  #unbind(session: Session): void {
+    const playerId = session.playerId;
+    if (playerId === null) return;
+    session.playerId = null;
+    const set = this.#byPlayer.get(playerId);
+    if (!set) return;
+    set.delete(session);
+    if (set.size === 0) {
+      this.#byPlayer.delete(playerId);
+      for (const listener of this.#goneListeners) listener(playerId);
+    }
+  }
+
+  /** Called when a player's last socket closes or re-authenticates as someone else. */
+  onPlayerGone(listener: (playerId: string) => void): void {
+    this.#goneListeners.push(listener);
+  }
+
+  isOnline(playerId: string): boolean {
+    return this.#byPlayer.has(playerId);
+  }
+
+  /** Encodes once, sends to every socket of the player; returns how many got it. */
+  push(playerId: string, frame: ServerFrame): number {
+    const set = this.#byPlayer.get(playerId);
+    if (!set) return 0;
+    const text = JSON.stringify(frame);
+    for (const s of set) s.sendText(text);
+    return set.size;
+  }
+
+  /** Like `push`, with the frame already encoded (one encoding for many players). */
+  pushText(playerId: string, text: string): void {
+    const set = this.#byPlayer.get(playerId);
+    if (set) for (const s of set) s.sendText(text);
+  }
+
+  /** Closes every socket of the player with a normal close and no frame. */
+  disconnect(playerId: string): void {
+    const set = this.#byPlayer.get(playerId);
+    if (set) for (const s of [...set]) s.close(1000, 'session_closed');
+  }
+
+  /** Closes, normally and without a frame, every socket bound with one of these access tokens. */
+  disconnectTokens(tokenIds: readonly string[]): void {
+    if (tokenIds.length === 0) return;
+    const ids = new Set(tokenIds);
+    // Revocations are rare next to frames, so a scan beats keeping a second index.
+    for (const s of [...this.#all.values()]) if (s.tokenId !== null && ids.has(s.tokenId)) s.close(1000, 'session_closed');
+  }
+
+  sessions(): IterableIterator<Session> {
+    return this.#all.values();
+  }
+}

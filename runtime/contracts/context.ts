@@ -1,0 +1,139 @@
+import type { LiveChat } from '../social/chat';
+import type { ClientGate } from '../accounts/client-gate';
+import type { DatabaseFault, Db } from '../platform/database';
+import type { IdentityProviders } from '../accounts/identities';
+import type { IdSource } from '../platform/ids';
+import type { Logger } from '../platform/log';
+import type { PasswordHasher } from '../accounts/passwords';
+import type { LiveMatches, LiveMatchmaker } from '../matches/matches';
+import type { LivePresence } from '../social/presence';
+import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
+
+/**
+ * The seam between the host-neutral handler library and whatever hosts it.
+ * Anything that outlives one request lives behind one of these members; a
+ * handler keeps no state of its own.
+ */
+export interface Ctx {
+  db: Db;
+  settings: Settings;
+  clock: Clock;
+  ids: IdSource;
+  limits: RateLimiter;
+  log: Logger;
+  /** Resolves a bearer access token; the host caches with explicit eviction. */
+  auth: TokenResolver;
+  /** What the loaded game directory declares for the whole deployment. */
+  game: GameDeclarations;
+  readiness: {
+    /** False while migrations run: every API route answers 503 `not_ready`. */
+    ready(): boolean;
+    /**
+     * Why the database cannot serve, as the host last observed it, or null
+     * while it answers. Never waits on a query: the readiness probe reads it.
+     * A host that keeps no such view leaves it out, and the probe asks the
+     * database itself under a deadline.
+     */
+    databaseFault?(): DatabaseFault | null;
+  };
+  /** Password hashing with the host's bound on concurrent derivations (runtime/accounts/passwords.ts). */
+  passwords: PasswordHasher;
+  /** The operator's client gate, loaded by the host; null when unset. Call it through `passClientGate`. */
+  clientGate: ClientGate | null;
+  /** Test-only interleaving points; production hosts leave this unset. */
+  seams?: Seams;
+  /** This node's real-time state (sessions, matches, matchmaker, RPC), owned by the host. */
+  live: LiveState;
+  /**
+   * Verifies provider tokens (OIDC ID tokens, ticket-provider tickets). Built by
+   * the host with `createIdentityProviders` over its own fetch (pinned trust
+   * anchor, timeout); holds the discovery and key caches.
+   */
+  identity: IdentityProviders;
+}
+
+/** What REST handlers and other host services may reach of the real-time host. */
+export interface LiveState {
+  /** Sends a frame to every live socket of the player; returns how many got it. */
+  push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number;
+  /** Closes every socket of the player (normal close, no frame): erasure, revocation. */
+  disconnect(playerId: string): void;
+  /** Closes the sockets that authenticated with these access-token row ids (revocation). */
+  disconnectTokens(tokenIds: readonly string[]): void;
+  matches: LiveMatches;
+  matchmaker: LiveMatchmaker;
+  rpc: RpcDispatcher;
+  /** Chat channels running on this node (runtime/social/chat.ts). */
+  chat: LiveChat;
+  /** Who is online here and with what status (runtime/social/presence.ts); the ops stats read `onlineCount()`. */
+  presence: LivePresence;
+}
+
+/** Extension and game-script RPC methods, one dispatcher for the socket and HTTP. */
+export interface RpcDispatcher {
+  /** Resolves to the result object; rejects with an `ApiError` (`rpc.unknown_method`, a declared code, or `internal`). */
+  call(method: string, params: Record<string, unknown>, caller: { playerId: string }): Promise<Record<string, unknown>>;
+}
+
+/** Deployment-wide globals of the game script; an operator setting overrides each. */
+export interface GameDeclarations {
+  /** `script_registration` (alias `registration`); applies only where the operator set none. */
+  registration(): RegistrationMode | null;
+  /** `guest_auth = true` in the game script. */
+  guestAuth(): boolean;
+}
+
+/** Who a valid access token belongs to. */
+export interface Principal {
+  playerId: string;
+  /** Row id of the access token, so logout can revoke exactly it. */
+  tokenId: string;
+}
+
+export interface TokenResolver {
+  /**
+   * `beforeLookup` runs just before the token costs a database read (a cache
+   * miss), so the caller can spend a rate-limit bucket first; a throw from it
+   * ends the resolution.
+   */
+  resolve(accessToken: string, beforeLookup?: () => void): Promise<Principal | null>;
+  /** Drops one cached access token at once (logout). */
+  evictToken(accessToken: string): Promise<void>;
+  /** Drops every cached token of a player at once (family revoked, ban, erasure). */
+  evictPlayer(playerId: string): void;
+}
+
+/** Points where a test can run code between two steps of a service to force a race. */
+export interface Seams {
+  /** Self-erase: after the password check, before the erasing transaction. */
+  eraseAfterCheck?(playerId: string): Promise<void>;
+  /** Guest sign-in: the device is unknown, before the creating transaction. */
+  guestAfterLookup?(deviceId: string): Promise<void>;
+  /** Guest creation: before the unclaimed-guest count; a throw stands for a database fault there. */
+  guestBeforeCount?(): Promise<void>;
+  /** Provider sign-in: the identity is unknown, before the creating transaction. */
+  providerAfterLookup?(provider: string, uid: string): Promise<void>;
+}
+
+export interface Clock {
+  /** Epoch milliseconds. */
+  now(): number;
+}
+
+export interface RateDecision {
+  ok: boolean;
+  /** Milliseconds until the bucket admits again; 0 when ok. */
+  retryAfterMs: number;
+}
+
+export interface RateLimiter {
+  /** Spends one token of `group` for `key`. */
+  take(group: RateLimitGroup, key: string): RateDecision;
+  /**
+   * Whether `group` would admit `key` now, without spending: for buckets
+   * that count only failures, checked before the work and spent after it fails.
+   */
+  check(group: RateLimitGroup, key: string): RateDecision;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };

@@ -1,0 +1,36 @@
+import type { LiveState } from '../contracts/context';
+import { ApiError } from '../contracts/errors';
+
+/**
+ * `ctx.live` for a host that serves REST only (no WebSocket, no match loops):
+ * a node without sockets has nobody to push to, no running matches or chat
+ * channels, no matchmaking queue (tickets are node-local) and no
+ * RPC methods. Every answer is what such a node truthfully holds.
+ */
+export function offlineLive(): LiveState {
+  return {
+    push: () => 0,
+    disconnect: () => {},
+    disconnectTokens: () => {},
+    matches: { list: () => [] },
+    matchmaker: {
+      add: (_player, mode) => {
+        throw new ApiError('matchmaker.unknown_mode', `This node runs no game modes, so '${mode}' cannot be queued.`, { mode });
+      },
+      get: () => {
+        throw new ApiError('matchmaker.ticket_not_found');
+      },
+      remove: () => {
+        throw new ApiError('matchmaker.ticket_not_found');
+      },
+      samples: () => ({}),
+    },
+    rpc: {
+      call: async (method) => {
+        throw new ApiError('rpc.unknown_method', `No RPC method '${method}' on this node.`, { method });
+      },
+    },
+    chat: { worlds: () => null, deliver: () => {}, evict: () => {}, recent: () => null },
+    presence: { get: () => null, onlineCount: () => 0 },
+  };
+}

@@ -1,0 +1,196 @@
+import type { Selectable } from 'kysely';
+import type { Ctx } from '../contracts/context';
+import { isoSeconds, jsonb, type Db } from '../platform/database';
+import { registerErasable } from '../platform/erasure';
+import { byteLength, isPlainObject } from '../contracts/frames';
+import { isGroupMember } from './groups';
+import { newestFirst, type Page } from '../platform/pages';
+import type { ChatMessagesTable } from '../contracts/schema';
+import type { ChatMessageView } from '../schemas/chat';
+
+/**
+ * Chat channels: channel ids, the membership rule shared by the socket and
+ * REST history, and the `chat_messages` table that holds chat and direct
+ * messages alike.
+ *
+ * Channel ids, 1-256 bytes:
+ *   global:<name>             a name some mode in setting `game_modes` lists under `chat_channels`
+ *   dm:<a>:<b>                the two player ids, ascending; only a and b
+ *   world:<world_id>          players in that world
+ *   zone:<world_id>:<x>,<y>   players in that world
+ *   prox:<world_id>:<x>,<y>   players in that world
+ *   room:<group_id>           members of the group (the group's channel)
+ * Worlds are served by a world host through `LiveChat.worlds()`; until one
+ * registers, nobody is in any world and those channels refuse everyone.
+ */
+
+registerErasable(
+  { table: 'chat_messages', column: 'sender_id', mode: 'delete' },
+  { table: 'chat_messages', column: 'recipient_id', mode: 'delete' },
+);
+
+export const CHANNEL_ID_MAX_BYTES = 256;
+export const CONTENT_MAX_BYTES = 2000;
+export const CHANNELS_PER_CONNECTION = 32;
+export const CHANNEL_BUFFER = 100;
+
+export type ChannelKind = 'global' | 'dm' | 'world' | 'zone' | 'prox' | 'room';
+
+export interface Channel {
+  id: string;
+  kind: ChannelKind;
+  /** `global:` name. */
+  name?: string;
+  /** `dm:` participants, ascending. */
+  players?: [string, string];
+  /** `world:`, `zone:`, `prox:`. */
+  worldId?: string;
+  /** `room:`. */
+  groupId?: string;
+}
+
+/** A message as the socket pushes it (`chat.message`, and the body of `dm.message`). */
+export interface ChatPush {
+  channel_id: string;
+  sender_id: string;
+  content: string;
+  /** Epoch ms, unlike the ISO strings REST returns. */
+  sent_at: number;
+}
+
+/** Who is in which world; the world host implements it. */
+export interface WorldRoster {
+  inWorld(playerId: string, worldId: string): boolean;
+}
+
+/** The node's chat channels, as REST handlers and other services reach them through `ctx.live.chat`. */
+export interface LiveChat {
+  /** The world host's roster, or null while no world host runs (then world channels refuse everyone). */
+  worlds(): WorldRoster | null;
+  /** Fans a stored message out to the connections joined to its channel and keeps it in the channel's buffer. */
+  deliver(message: ChatPush): void;
+  /** Drops every connection of the player from the channel (left or kicked from the group). */
+  evict(playerId: string, channelId: string): void;
+  /** The running channel's in-memory buffer, oldest first; null when the channel is not running. */
+  recent(channelId: string): readonly ChatPush[] | null;
+}
+
+const UUID_LOWER = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const GLOBAL_RE = /^global:([A-Za-z0-9_.-]{1,64})$/;
+const DM_RE = new RegExp(`^dm:(${UUID_LOWER}):(${UUID_LOWER})$`);
+const WORLD_RE = new RegExp(`^world:(${UUID_LOWER})$`);
+const CELL_RE = new RegExp(`^(zone|prox):(${UUID_LOWER}):(-?\\d{1,10}),(-?\\d{1,10})$`);
+const ROOM_RE = new RegExp(`^room:(${UUID_LOWER})$`);
+
+/** A well-formed channel id, or null (wrong length, unknown prefix, malformed rest). */
+export function parseChannel(id: string): Channel | null {
+  if (id === '' || byteLength(id) > CHANNEL_ID_MAX_BYTES) return null;
+  let m: RegExpExecArray | null;
+  if ((m = GLOBAL_RE.exec(id))) return { id, kind: 'global', name: m[1]! };
+  if ((m = DM_RE.exec(id))) return m[1]! < m[2]! ? { id, kind: 'dm', players: [m[1]!, m[2]!] } : null;
+  if ((m = WORLD_RE.exec(id))) return { id, kind: 'world', worldId: m[1]! };
+  if ((m = CELL_RE.exec(id))) return { id, kind: m[1] as 'zone' | 'prox', worldId: m[2]! };
+  if ((m = ROOM_RE.exec(id))) return { id, kind: 'room', groupId: m[1]! };
+  return null;
+}
+
+/** Both participants name the same channel: `dm:<smaller id>:<larger id>`. */
+export function dmChannelId(a: string, b: string): string {
+  const [x, y] = a < b ? [a, b] : [b, a];
+  return `dm:${x.toLowerCase()}:${y.toLowerCase()}`;
+}
+
+/** `global:` names the operator declared, across every mode's `chat_channels` list. */
+function declaredGlobal(ctx: Pick<Ctx, 'settings'>, name: string): boolean {
+  for (const mode of Object.values(ctx.settings.game_modes)) {
+    const list = (mode as Record<string, unknown>).chat_channels;
+    if (Array.isArray(list) && list.includes(name)) return true;
+  }
+  return false;
+}
+
+/** Whether the player may join, send to and read the channel. */
+export async function mayUseChannel(ctx: Pick<Ctx, 'db' | 'settings' | 'live'>, playerId: string, channel: Channel): Promise<boolean> {
+  switch (channel.kind) {
+    case 'global':
+      return declaredGlobal(ctx, channel.name!);
+    case 'dm': {
+      const [a, b] = channel.players!;
+      if (playerId !== a && playerId !== b) return false;
+      const other = playerId === a ? b : a;
+      return (await ctx.db.selectFrom('players').select('id').where('id', '=', other).executeTakeFirst()) !== undefined;
+    }
+    case 'world':
+    case 'zone':
+    case 'prox':
+      return ctx.live.chat.worlds()?.inWorld(playerId, channel.worldId!) ?? false;
+    case 'room':
+      return isGroupMember(ctx.db, channel.groupId!, playerId);
+  }
+}
+
+export interface NewChatMessage {
+  channel: Channel;
+  senderId: string;
+  content: string;
+  /** Direct messages only. */
+  recipientId?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export type StampedChatMessage = NewChatMessage & { id: string; sentAt: number };
+
+/** Gives a message its id and time (ids are time-ordered, so history order is send order). */
+export function stampChatMessage(ctx: Pick<Ctx, 'ids' | 'clock'>, m: NewChatMessage): StampedChatMessage {
+  return { ...m, id: ctx.ids.uuid(), sentAt: ctx.clock.now() };
+}
+
+/** Persists stamped messages in one statement (a host batches concurrent sends this way). */
+export async function insertChatMessages(db: Db, messages: readonly StampedChatMessage[]): Promise<void> {
+  if (messages.length === 0) return;
+  await db
+    .insertInto('chat_messages')
+    .values(
+      messages.map((m) => ({
+        id: m.id,
+        channel_type: m.channel.kind,
+        channel_id: m.channel.id,
+        sender_id: m.senderId,
+        recipient_id: m.recipientId ?? null,
+        content: m.content,
+        metadata: jsonb(isPlainObject(m.metadata) ? m.metadata : {}),
+        sent_at: new Date(m.sentAt),
+      })),
+    )
+    .execute();
+}
+
+export function chatPush(m: StampedChatMessage): ChatPush {
+  return { channel_id: m.channel.id, sender_id: m.senderId, content: m.content, sent_at: m.sentAt };
+}
+
+/** Persists one message; returns it as the socket pushes it. */
+export async function storeChatMessage(db: Db, ctx: Pick<Ctx, 'ids' | 'clock'>, m: NewChatMessage): Promise<ChatPush & { id: string }> {
+  const stamped = stampChatMessage(ctx, m);
+  await insertChatMessages(db, [stamped]);
+  return { id: stamped.id, ...chatPush(stamped) };
+}
+
+/** The newest `limit` messages of a channel (before the cursor), returned oldest first. */
+export async function channelHistory(db: Db, channelId: string, page: Page): Promise<Selectable<ChatMessagesTable>[]> {
+  const rows = await newestFirst(db.selectFrom('chat_messages').selectAll().where('channel_id', '=', channelId), page).execute();
+  return rows.reverse();
+}
+
+export function chatMessageView(row: Selectable<ChatMessagesTable>): ChatMessageView {
+  // `sent_at` is NOT NULL.
+  return {
+    id: row.id,
+    channel_type: row.channel_type,
+    channel_id: row.channel_id,
+    sender_id: row.sender_id,
+    content: row.content,
+    metadata: row.metadata ?? {},
+    sent_at: isoSeconds(row.sent_at)!,
+  };
+}
