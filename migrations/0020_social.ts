@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 
 // Friends, groups, group join requests and invitations, chat and direct
 // messages, notifications. Foreign keys to players never
-// cascade: runtime/erasure.ts deletes or severs every reference explicitly.
+// cascade: runtime/platform/erasure.ts deletes or severs every reference explicitly.
 // Row rules (statuses, roles, request kinds) are enforced by the services, not
 // by CHECK constraints.
 export async function up(db: Kysely<unknown>): Promise<void> {
