@@ -3,11 +3,13 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../handlers/routes';
-import { ERROR_STATUS, isErrorCode } from '../runtime/contracts/errors';
+import { ERROR_STATUS, type ErrorCode } from '../runtime/contracts/errors';
 import type { LiveHost } from '../host/realtime/live';
 import { registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 import { TestSocket, type Frame } from './support/ws-client';
+
+const isErrorCode = (value: string): value is ErrorCode => Object.prototype.hasOwnProperty.call(ERROR_STATUS, value);
 
 /**
  * Property-based fuzz of the whole client surface through the production

@@ -54,7 +54,6 @@ export class ChatHost implements LiveChat {
   readonly #channels = new Map<string, RunningChannel>();
   readonly #joined = new WeakMap<Session, Set<string>>();
   readonly #sendWindows = new WeakMap<Session, { start: number; count: number }>();
-  #worlds: WorldRoster | null = null;
   #pending: PendingMessage[] = [];
   #writing = false;
 
@@ -67,13 +66,9 @@ export class ChatHost implements LiveChat {
     gateway.route(dmSend, (s, p) => this.#dm(s, p));
   }
 
-  /** The world host registers its roster here when it starts. */
-  setWorldRoster(roster: WorldRoster | null): void {
-    this.#worlds = roster;
-  }
-
+  /** No world host runs yet, so no `world:` channel has members. */
   worlds(): WorldRoster | null {
-    return this.#worlds;
+    return null;
   }
 
   deliver(message: ChatPush): void {

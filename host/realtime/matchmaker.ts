@@ -41,7 +41,6 @@ export class Matchmaker implements LiveMatchmaker {
   readonly #queues = new Map<string, Ticket[]>();
   readonly #byPlayerMode = new Map<string, Ticket>();
   #samples: Record<string, MatchmakerSample> = {};
-  readonly #sampleListeners: ((samples: Record<string, MatchmakerSample>) => void)[] = [];
   #timer: ReturnType<typeof setInterval> | null = null;
   /** Groups formed but not yet started (see `#drainStarts`). */
   readonly #starts: { mode: ModeInfo; group: Ticket[] }[] = [];
@@ -90,11 +89,6 @@ export class Matchmaker implements LiveMatchmaker {
 
   samples(): Record<string, MatchmakerSample> {
     return this.#samples;
-  }
-
-  /** The ops plane subscribes here; called once per matchmaker tick. */
-  onSample(listener: (samples: Record<string, MatchmakerSample>) => void): void {
-    this.#sampleListeners.push(listener);
   }
 
   /** One matchmaker pass: expire, group, start matches, then publish the sample. */
@@ -264,13 +258,6 @@ export class Matchmaker implements LiveMatchmaker {
       samples[mode] = { waiting: queue.length, oldest_wait_ms: oldest, average_wait_ms: queue.length ? Math.round(total / queue.length) : 0 };
     }
     this.#samples = samples;
-    for (const l of this.#sampleListeners) {
-      try {
-        l(samples);
-      } catch (err) {
-        this.ctx.log.error('matchmaker_sample_listener_failed', { error: err });
-      }
-    }
   }
 }
 

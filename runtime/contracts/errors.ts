@@ -191,10 +191,6 @@ export class ApiError extends Error {
   }
 }
 
-export function isErrorCode(value: string): value is ErrorCode {
-  return Object.prototype.hasOwnProperty.call(ERROR_STATUS, value);
-}
-
 /** Shorthand for the common "field absent or not a string" failure. */
 export function missingField(field: string): ApiError {
   return new ApiError('missing_field', `Field '${field}' is required.`, { field });
