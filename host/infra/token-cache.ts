@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Principal, TokenResolver } from '../../runtime/contracts/context';
-import { hashToken, MAX_TOKEN_LENGTH, type ResolvedAccess } from '../../runtime/accounts/tokens';
+import { createHash } from 'node:crypto';
+import { MAX_TOKEN_LENGTH, type ResolvedAccess } from '../../runtime/accounts/tokens';
 
 export interface TokenCacheOptions {
   /** The uncached lookup by token hash (runtime/tokens `findAccessToken`). */
@@ -11,6 +12,15 @@ export interface TokenCacheOptions {
   /** How long an unknown token is remembered as unknown. */
   negativeTtlMs?: number;
   maxEntries?: number;
+}
+
+/**
+ * The token's SHA-256 in hex, as `hashToken` stores it, computed in line. WebCrypto's
+ * digest is asynchronous and runs on libuv's thread pool, where it queues
+ * behind password hashing: a reconnect storm during a login storm paid for both.
+ */
+function tokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
 }
 
 interface Entry {
@@ -50,7 +60,7 @@ export class TokenCache implements TokenResolver {
 
   async resolve(accessToken: string, beforeLookup?: () => void): Promise<Principal | null> {
     if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return null;
-    const key = await hashToken(accessToken);
+    const key = tokenHash(accessToken);
     const now = this.options.now();
     const hit = this.#entries.get(key);
     if (hit) {
@@ -70,7 +80,7 @@ export class TokenCache implements TokenResolver {
   async evictToken(accessToken: string): Promise<void> {
     this.#epoch++;
     if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return;
-    this.#drop(await hashToken(accessToken));
+    this.#drop(tokenHash(accessToken));
   }
 
   evictPlayer(playerId: string): void {
