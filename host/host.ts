@@ -20,7 +20,12 @@ import { TokenSweeper } from './jobs/token-sweeper';
 
 export interface ServerOptions {
   settings: Settings;
-  database: OpenDatabase;
+  /**
+   * The database, or how to open it: given as a function, it is opened only
+   * after the game directory loaded, so a broken script refuses the boot
+   * without first paying for (or creating) a database.
+   */
+  database: OpenDatabase | (() => Promise<OpenDatabase>);
   /**
    * The game directory to serve, loaded here with the operator's `game_modes`
    * (a broken script or an empty directory refuses the boot, naming it).
@@ -71,9 +76,10 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     }
   }
   const loaded = game;
+  const database = typeof options.database === 'function' ? await options.database() : options.database;
   const declarations = options.game ?? (loaded ? { registration: () => loaded.info.registration, guestAuth: () => loaded.info.guestAuth } : undefined);
   const live = new LiveHost(loaded ? { game: loaded } : {});
-  const { ctx, limits, watch, markReady } = await createContext({ ...options, ...(declarations ? { game: declarations } : {}), log, live });
+  const { ctx, limits, watch, markReady } = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live });
   watch?.start();
   const ids = ctx.ids;
   log.info('guest_auth', {
@@ -121,9 +127,9 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
 
   let closing: Promise<void> | null = null;
   const shutdown = new AbortController();
-  const readyPromise = migrateWhenReachable(options, ctx.db, log, shutdown.signal).then(async (applied) => {
+  const readyPromise = migrateWhenReachable({ ...options, database }, ctx.db, log, shutdown.signal).then(async (applied) => {
     markReady();
-    log.info('migrations_complete', { applied, database: options.database.kind });
+    log.info('migrations_complete', { applied, database: database.kind });
     // Boot reports a known database state: the first probe has answered.
     await watch?.settled();
   });
@@ -172,7 +178,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
         limits.close();
         await readyPromise.catch(() => {});
         await watch?.stop();
-        await options.database.close();
+        await database.close();
         log.info('shutdown_complete', {});
       })();
       return closing;
@@ -188,7 +194,7 @@ export class BootRefusal extends Error {}
  * yet (a node and its database often start together) with a capped backoff,
  * for at most `db_boot_timeout_ms`. Any other failure is final at once.
  */
-async function migrateWhenReachable(options: ServerOptions, db: Ctx['db'], log: Logger, stop: AbortSignal): Promise<string[]> {
+async function migrateWhenReachable(options: ServerOptions & { database: OpenDatabase }, db: Ctx['db'], log: Logger, stop: AbortSignal): Promise<string[]> {
   const migrate = options.migrate ?? ((target: Ctx['db']) => migrateToLatest(target, (step) => log.info('migration_applied', { name: step.name, ms: step.ms })));
   const giveUpAt = Date.now() + options.settings.db_boot_timeout_ms;
   for (let attempt = 0; ; attempt++) {

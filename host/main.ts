@@ -59,15 +59,17 @@ async function main(): Promise<void> {
   const log = jsonLogger((line) => process.stdout.write(line + '\n'), config.settings.log_level);
   for (const n of config.notices) log.warn('setting_notice', { key: n.key, message: n.message });
 
-  let database: OpenDatabase;
-  if (config.databaseUrl) {
-    database = openPostgres({
-      url: config.databaseUrl,
-      poolSize: config.settings.db_pool_size,
-      connectTimeoutMs: config.settings.db_connect_timeout_ms,
-      statementTimeoutMs: config.settings.db_statement_timeout_ms,
-    });
-  } else {
+  let opened: OpenDatabase | null = null;
+  const openDatabase = async (): Promise<OpenDatabase> => {
+    if (config.databaseUrl) {
+      opened = openPostgres({
+        url: config.databaseUrl,
+        poolSize: config.settings.db_pool_size,
+        connectTimeoutMs: config.settings.db_connect_timeout_ms,
+        statementTimeoutMs: config.settings.db_statement_timeout_ms,
+      });
+      return opened;
+    }
     mkdirSync(config.dataDir, { recursive: true });
     try {
       lockDataDir(config.dataDir);
@@ -76,10 +78,12 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     await initialiseDataDir(config.dataDir, log);
-    database = await openEmbedded({ dataDir: config.dataDir, memorySaver: config.settings.embedded_memory_saver });
-  }
+    opened = await openEmbedded({ dataDir: config.dataDir, memorySaver: config.settings.embedded_memory_saver });
+    return opened;
+  };
 
   if (parseCli(argv).migrateOnly) {
+    const database = await openDatabase();
     const admin = database.unbounded?.();
     const applied = await migrateToLatest(admin?.db ?? database.db).finally(() => admin?.close());
     log.info('migrations_complete', { applied, database: database.kind });
@@ -91,7 +95,8 @@ async function main(): Promise<void> {
   try {
     running = await createHost({
       settings: config.settings,
-      database,
+      // Opened once the game directory loaded: a broken script fails the boot before any database work.
+      database: openDatabase,
       port: config.port,
       host: config.host,
       log,
@@ -100,7 +105,7 @@ async function main(): Promise<void> {
   } catch (err) {
     if (err instanceof BootRefusal) {
       process.stderr.write(`svc: ${err.message}\n`);
-      await database.close().catch(() => {});
+      await (opened as OpenDatabase | null)?.close().catch(() => {});
       process.exit(2);
     }
     const code = (err as NodeJS.ErrnoException).code;
@@ -116,7 +121,7 @@ async function main(): Promise<void> {
     await running.close().catch(() => {});
     process.exit(1);
   });
-  log.info('listening', { port: running.port, host: config.host, database: database.kind, game_dir: config.gameDir });
+  log.info('listening', { port: running.port, host: config.host, database: config.databaseUrl ? 'postgres' : 'embedded', game_dir: config.gameDir });
   // After the game directory is loaded: a script declaration narrows an unset operator posture.
   log.info('registration_mode', effectiveRegistration(running.ctx));
   process.stderr.write(
