@@ -1,9 +1,12 @@
 import type { Ctx } from '../../runtime/contracts/context';
-import { acceptedFriendIds } from '../../runtime/social/friends';
+import { acceptedFriendIds, acceptedFriendsOf } from '../../runtime/social/friends';
 import { DEFAULT_STATUS, type LivePresence, type Presence } from '../../runtime/social/presence';
 import { presenceUpdate, type PresenceUpdate } from '../../runtime/schemas/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';
+
+/** Most players one offline read covers. */
+const OFFLINE_BATCH = 200;
 
 /**
  * Presence on this node: `presence.update` stores the player's status (any
@@ -16,6 +19,9 @@ import type { Gateway, Reply } from './gateway';
  */
 export class PresenceHost implements LivePresence {
   readonly #state = new Map<string, Presence>();
+  /** Players whose last socket closed, awaiting the next friends read (one runs at a time). */
+  #gone = new Set<string>();
+  #reading = false;
 
   constructor(
     private readonly ctx: Ctx,
@@ -23,10 +29,27 @@ export class PresenceHost implements LivePresence {
   ) {
     sessions.onPlayerGone((playerId) => {
       this.#state.delete(playerId);
-      this.#toFriends(playerId, { status: 'offline', metadata: {} }).catch((err) =>
-        this.ctx.log.warn('presence_push_failed', { player_id: playerId, error: err instanceof Error ? err.message : String(err) }),
-      );
+      // After a deploy or a network blip thousands of sockets close at once:
+      // one read covers everyone who left while the previous one ran.
+      if (this.#gone.size === 0 && !this.#reading) setImmediate(() => void this.#offline());
+      this.#gone.add(playerId);
     });
+  }
+
+  async #offline(): Promise<void> {
+    if (this.#reading || this.#gone.size === 0) return;
+    const gone = [...this.#gone].slice(0, OFFLINE_BATCH);
+    for (const id of gone) this.#gone.delete(id);
+    this.#reading = true;
+    try {
+      const friends = await acceptedFriendsOf(this.ctx.db, gone);
+      for (const playerId of gone) this.#push(playerId, friends.get(playerId) ?? [], { status: 'offline', metadata: {} });
+    } catch (err) {
+      this.ctx.log.warn('presence_push_failed', { players: gone.length, error: err instanceof Error ? err.message : String(err) });
+    } finally {
+      this.#reading = false;
+    }
+    if (this.#gone.size > 0) void this.#offline();
   }
 
   attach(gateway: Gateway): void {
@@ -52,7 +75,10 @@ export class PresenceHost implements LivePresence {
   }
 
   async #toFriends(playerId: string, presence: Presence): Promise<void> {
-    const friends = await acceptedFriendIds(this.ctx.db, playerId);
+    this.#push(playerId, await acceptedFriendIds(this.ctx.db, playerId), presence);
+  }
+
+  #push(playerId: string, friends: readonly string[], presence: Presence): void {
     const online = friends.filter((f) => this.sessions.isOnline(f));
     if (online.length === 0) return;
     const text = JSON.stringify({ type: 'presence.updated', payload: { player_id: playerId, status: presence.status, metadata: presence.metadata } });

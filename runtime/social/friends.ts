@@ -236,13 +236,24 @@ export async function listFriends(
 
 /** Accepted friends of a player, either direction (presence pushes). */
 export async function acceptedFriendIds(db: Db, playerId: string): Promise<string[]> {
+  return (await acceptedFriendsOf(db, [playerId])).get(playerId) ?? [];
+}
+
+/** Accepted friends of each of several players, either direction, in one read. */
+export async function acceptedFriendsOf(db: Db, playerIds: readonly string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>(playerIds.map((id) => [id, []]));
+  if (playerIds.length === 0) return out;
   const rows = await db
     .selectFrom('friendships')
     .select(['player_id', 'friend_id'])
     .where('status', '=', 'accepted')
-    .where((eb) => eb.or([eb('player_id', '=', playerId), eb('friend_id', '=', playerId)]))
+    .where((eb) => eb.or([eb('player_id', 'in', playerIds), eb('friend_id', 'in', playerIds)]))
     .execute();
-  return rows.map((r) => (r.player_id === playerId ? r.friend_id : r.player_id));
+  for (const r of rows) {
+    out.get(r.player_id)?.push(r.friend_id);
+    out.get(r.friend_id)?.push(r.player_id);
+  }
+  return out;
 }
 
 /** True when either player has blocked the other (requests and direct messages stop both ways). */
