@@ -111,10 +111,13 @@ serveParent(
 
     async storm(m: { port: number; tokens: string[] | null; count: number; concurrency: number }) {
       // Every socket opens and authenticates at once (bounded to `concurrency`
-      // in flight), as every player does after a deploy; each closes once answered.
+      // in flight), as every player does after a deploy, and stays connected:
+      // their old sockets closed on the node that went away, so closing these
+      // belongs to no reconnect and is left out of the window.
       const { port, tokens, count, concurrency } = m;
       let next = 0;
       let failed = 0;
+      const open: WebSocket[] = [];
       const started = performance.now();
       const one = (i: number) =>
         new Promise<void>((resolve) => {
@@ -123,7 +126,7 @@ serveParent(
           ws.once('message', (data) => {
             // The bare target echoes; the service must answer session.connected.
             if (tokens && !data.toString().includes('session.connected')) failed++;
-            ws.terminate();
+            open.push(ws);
             resolve();
           });
           ws.once('error', () => {
@@ -137,6 +140,7 @@ serveParent(
         }),
       );
       const seconds = (performance.now() - started) / 1000;
+      for (const ws of open) ws.terminate();
       return { rate: count / seconds, seconds, failed };
     },
 

@@ -2,7 +2,7 @@
 //
 // After a deploy every player reconnects at once: each socket opens and sends
 // session.connect with its own access token, which the node has never seen
-// (token cache cold). Prints connects per second for the service on the
+// (token cache cold), and stays open until the storm is over. Prints connects per second for the service on the
 // embedded database beside a bare `ws` server answering the same first frame,
 // both measured in this run, with the load generator in its own process.
 import { forkChild } from './_children';
