@@ -1,5 +1,5 @@
 // Child process for bench/http.ts: serves either the full svc pipeline or a
-// bare node:http server answering the same JSON. The svc target registers one
+// bare node:http server answering the same JSON, path by path. The svc target registers one
 // player over HTTP and announces `{port, token, playerId}`, so the parent can
 // measure an authenticated read with that player's bearer token.
 import { createServer, type ServerResponse } from 'node:http';
@@ -8,14 +8,18 @@ import { serveParent, svcImport } from './_children';
 
 const kind = process.argv[2];
 if (kind === 'bare' || kind === 'bare-async') {
-  const body = JSON.stringify({ status: 'ok' });
-  const write = (res: ServerResponse) => {
+  // The bodies svc answered, by path (a JSON argument), so that each baseline
+  // sends the same bytes as the route it is compared with.
+  const bodies = new Map<string, string>(Object.entries(JSON.parse(process.argv[3] ?? '{}') as Record<string, string>));
+  const fallback = JSON.stringify({ status: 'ok' });
+  const write = (path: string, res: ServerResponse) => {
+    const body = bodies.get(path) ?? fallback;
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   };
-  const server = createServer((_req, res) => {
-    if (kind === 'bare') write(res);
-    else void Promise.resolve().then(() => write(res));
+  const server = createServer((req, res) => {
+    if (kind === 'bare') write(req.url ?? '/', res);
+    else void Promise.resolve().then(() => write(req.url ?? '/', res));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   serveParent({ port: (server.address() as AddressInfo).port });

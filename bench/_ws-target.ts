@@ -1,5 +1,5 @@
 // A benchmark target in its own process: `bare` is a plain `ws` echo server,
-// `svc` is the real node (in-memory embedded database, the demo game). The
+// `svc` is the real node (in-memory embedded database unless told otherwise, the demo game). The
 // parent drives it over IPC: `provision` players and tokens, `memory`
 // snapshots (after a forced GC), tick `lateness` of the match loop. CPU time
 // the parent reads from outside (bench/_children.ts).
@@ -10,8 +10,12 @@ import type { LiveHost } from '../host/realtime/live';
 import { serveParent, svcImport, svcRoot } from './_children';
 
 const kind = process.argv[2];
-/** Optional JSON: `{settings, gameDir}` overriding the defaults below (bench/matches.ts, bench/hostile.ts). */
-const overrides = JSON.parse(process.argv[3] ?? '{}') as { settings?: Record<string, unknown>; gameDir?: string };
+/**
+ * Optional JSON: `{settings, gameDir, postgres}` overriding the defaults below
+ * (bench/matches.ts, bench/hostile.ts); `postgres` puts the node on that
+ * server, in a schema the caller created (bench/connect-storm.ts).
+ */
+const overrides = JSON.parse(process.argv[3] ?? '{}') as { settings?: Record<string, unknown>; gameDir?: string; postgres?: { url: string; schema: string } };
 
 function memory() {
   (globalThis as { gc?: () => void }).gc?.();
@@ -27,7 +31,7 @@ if (kind === 'bare') {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   serveParent({ port: (server.address() as { port: number }).port }, { memory });
 } else {
-  const { openEmbedded } = await svcImport<typeof import('../host/infra/database')>('host/infra/database.ts');
+  const { openEmbedded, openPostgres } = await svcImport<typeof import('../host/infra/database')>('host/infra/database.ts');
   const { createHost } = await svcImport<typeof import('../host/host')>('host/host.ts');
   const { jsonb } = await svcImport<typeof import('../runtime/platform/database')>('runtime/platform/database.ts');
   const { silentLogger } = await svcImport<typeof import('../runtime/platform/log')>('runtime/platform/log.ts');
@@ -43,7 +47,9 @@ if (kind === 'bare') {
     log_level: 'error',
     ...overrides.settings,
   });
-  const database = await openEmbedded({});
+  const database = overrides.postgres
+    ? openPostgres({ ...overrides.postgres, poolSize: settings.db_pool_size, connectTimeoutMs: settings.db_connect_timeout_ms, statementTimeoutMs: settings.db_statement_timeout_ms })
+    : await openEmbedded({});
   const gameDir = overrides.gameDir ?? path.join(svcRoot, 'examples/demo-game');
   const running = await createHost({ settings, database, log: silentLogger, gameDir });
   await running.ready;

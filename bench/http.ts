@@ -3,9 +3,10 @@
 // adapter → readiness → bearer → rate limiter → router → handler → security
 // headers → request log) for two routes: a cheap one (`GET /api/v1/health`)
 // and an authenticated read (`GET /api/v1/players/:id` with a bearer token,
-// the token cache warm), against a bare node:http server answering JSON,
-// measured in the same run. Servers run in child processes; the load
-// generator (autocannon) runs in this one. Rounds alternate the three targets
+// the token cache warm), each against a bare node:http server answering the
+// same path with the same body (what svc answered it), measured in the same
+// run. Servers run in child processes; the load generator (autocannon) runs
+// in this one. Rounds alternate the four targets
 // so drifting load on a shared machine hits all of them; the verdicts use the
 // medians. SVC_BENCH_ROOT measures another checkout's service with this
 // benchmark (see bench/_children.ts).
@@ -49,21 +50,32 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 const children: Child[] = [];
 const rows: Row[] = [];
-let loads: Load[] = [];
+/** Each svc route and the bare server answering the same path with the same body. */
+let pairs: { bare: Load; svc: Load }[] = [];
 try {
-  const bare = await forkChild('_http-targets.ts', ['bare']);
-  children.push(bare);
   const svc = await forkChild('_http-targets.ts', ['svc']);
   children.push(svc);
   const { token, playerId } = svc.info as { token: string; playerId: string };
-  loads = [
-    { name: 'bare node:http (baseline)', target: bare, path: '/', headers: {} },
-    { name: 'svc GET /api/v1/health', target: svc, path: '/api/v1/health', headers: {} },
-    { name: 'svc GET /api/v1/players/:id, bearer', target: svc, path: `/api/v1/players/${playerId}`, headers: { authorization: `Bearer ${token}` } },
+  const routes: { name: string; path: string; headers: Record<string, string> }[] = [
+    { name: 'GET /api/v1/health', path: '/api/v1/health', headers: {} },
+    { name: 'GET /api/v1/players/:id, bearer', path: `/api/v1/players/${playerId}`, headers: { authorization: `Bearer ${token}` } },
   ];
-  // The first authenticated request fills the token cache; a refusal here would make every measured request an error.
-  const first = await fetch(`${svc.url}${loads[2]!.path}`, { headers: loads[2]!.headers });
-  if (first.status !== 200) throw new Error(`GET /api/v1/players/:id answered ${first.status}: ${await first.text()}`);
+  // The first authenticated request fills the token cache; a refusal here
+  // would make every measured request an error. Its body is what the bare
+  // server sends for that path.
+  const bodies: Record<string, string> = {};
+  for (const r of routes) {
+    const res = await fetch(`${svc.url}${r.path}`, { headers: r.headers });
+    bodies[r.path] = await res.text();
+    if (res.status !== 200) throw new Error(`${r.name} answered ${res.status}: ${bodies[r.path]}`);
+  }
+  const bare = await forkChild('_http-targets.ts', ['bare', JSON.stringify(bodies)]);
+  children.push(bare);
+  pairs = routes.map((r) => ({
+    bare: { name: `bare node:http, same body as ${r.path.startsWith('/api/v1/health') ? 'health' : 'the profile'} (baseline)`, target: bare, path: r.path, headers: {} },
+    svc: { name: `svc ${r.name}`, target: svc, path: r.path, headers: r.headers },
+  }));
+  const loads = pairs.flatMap((p) => [p.bare, p.svc]);
   // Warm every target up so the JIT has settled before anything is measured.
   for (const load of loads) await run(load, 2);
   for (let i = 1; i <= rounds; i++) {
@@ -82,13 +94,10 @@ table(
   rows.map((r) => [r.name, Math.round(r.rps), r.p50, r.p99, r.cpuUsPerRequest.toFixed(1), r.errors]),
 );
 const of = (load: Load) => rows.filter((r) => r.name.startsWith(`${load.name},`));
-const [bareLoad, ...svcLoads] = loads;
-const bareRps = median(of(bareLoad!).map((r) => r.rps));
-const bareCpu = median(of(bareLoad!).map((r) => r.cpuUsPerRequest));
 console.log('');
-for (const load of svcLoads) {
-  const ratio = median(of(load).map((r) => r.rps)) / bareRps;
-  const cpuRatio = bareCpu / median(of(load).map((r) => r.cpuUsPerRequest));
-  console.log(`median ${load.name} / bare throughput: ${(ratio * 100).toFixed(1)} % (target ≥ ${TARGET * 100} %, informational) — ${ratio >= TARGET ? 'met' : 'NOT met'}`);
+for (const { bare, svc } of pairs) {
+  const ratio = median(of(svc).map((r) => r.rps)) / median(of(bare).map((r) => r.rps));
+  const cpuRatio = median(of(bare).map((r) => r.cpuUsPerRequest)) / median(of(svc).map((r) => r.cpuUsPerRequest));
+  console.log(`median ${svc.name} / bare throughput: ${(ratio * 100).toFixed(1)} % (target ≥ ${TARGET * 100} %, informational) — ${ratio >= TARGET ? 'met' : 'NOT met'}`);
   console.log(`  server CPU per request, bare / svc: ${(cpuRatio * 100).toFixed(1)} % (the throughput svc would keep if the server's core were the only limit)`);
 }

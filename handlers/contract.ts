@@ -154,11 +154,14 @@ async function bodyOf(spec: AnyRouteSpec, request: RequestLike, legacy: LegacyKe
 function decodedParams(raw: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, encoded] of Object.entries(raw)) {
-    let value: string;
-    try {
-      value = decodeURIComponent(encoded);
-    } catch {
-      throw validationFailed('errors', { [name]: ['must be valid percent-encoded UTF-8'] });
+    let value = encoded;
+    // Most params (ids) carry no escapes, and the decoder is not free.
+    if (encoded.includes('%')) {
+      try {
+        value = decodeURIComponent(encoded);
+      } catch {
+        throw validationFailed('errors', { [name]: ['must be valid percent-encoded UTF-8'] });
+      }
     }
     if (!isStorableText(value)) throw validationFailed('errors', { [name]: [UNSTORABLE_TEXT] });
     out[name] = value;

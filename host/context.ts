@@ -12,6 +12,7 @@ import { WindowLimiter } from './infra/rate-limiter';
 import { outboundFetch, readTrustAnchor } from './http/outbound';
 import { TokenCache } from './infra/token-cache';
 import { TokenLookups } from './infra/token-lookups';
+import { ProfileCache } from '../runtime/players/profile-cache';
 
 export interface ContextOptions {
   settings: Settings;
@@ -41,7 +42,8 @@ export async function createContext(options: ContextOptions): Promise<HostContex
   const { settings, database, log } = options;
   const clock = options.clock ?? systemClock;
   const limits = new WindowLimiter(settings.rate_limits, () => clock.now());
-  const lookups = new TokenLookups(database.db);
+  // Token reads leave most of the pool to everything else a storm does.
+  const lookups = new TokenLookups(database.db, database.kind === 'embedded' ? 1 : Math.max(1, Math.floor(settings.db_pool_size / 2)));
   const tokens = new TokenCache({
     lookup: (hash, now) => lookups.lookup(hash, now),
     now: () => clock.now(),
@@ -72,6 +74,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     limits,
     log,
     auth: tokens,
+    profiles: new ProfileCache(settings.profile_cache_ttl_ms),
     game: options.game ?? { registration: () => null, guestAuth: () => false },
     readiness: { ready: () => ready, databaseFault: () => watch?.fault() ?? null },
     passwords,

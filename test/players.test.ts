@@ -148,3 +148,36 @@ describe('PUT /players/:id', () => {
     expectError(await s.call('PUT', `/api/v1/players/${alice.player_id}`, { body: {} }), 401, 'unauthenticated');
   });
 });
+
+describe('profiles this node has read', () => {
+  it('show a change or an erasure made through the API at once, however recently they were read', async () => {
+    const carol = await registerPlayer(s);
+    expect((await get(carol.player_id, bob.access_token)).body.display_name).toBe(carol.username);
+    expect((await put(carol.player_id, carol.access_token, { display_name: 'Carol C.' })).status).toBe(200);
+    expect((await get(carol.player_id, bob.access_token)).body.display_name).toBe('Carol C.');
+    expect((await s.call('GET', '/api/v1/players/me', { token: carol.access_token })).body.display_name).toBe('Carol C.');
+
+    expect((await s.call('POST', '/api/v1/players/me/erase', { token: carol.access_token, body: { password: carol.password } })).status).toBe(200);
+    expectError(await get(carol.player_id, bob.access_token), 404, 'player.not_found');
+  });
+
+  it('show a change made behind the node\'s back once profile_cache_ttl_ms has passed, and at once with 0', async () => {
+    for (const ttl of [150, 0]) {
+      const other = await startTestServer({ profile_cache_ttl_ms: ttl });
+      try {
+        const dave = await registerPlayer(other);
+        const read = async () => (await other.call('GET', `/api/v1/players/${dave.player_id}`, { token: dave.access_token })).body.display_name;
+        expect(await read()).toBe(dave.username);
+        // Another node of the deployment, or an operator's SQL.
+        await other.ctx.db.updateTable('players').set({ display_name: 'Changed elsewhere' }).where('id', '=', dave.player_id).execute();
+        if (ttl > 0) {
+          expect(await read()).toBe(dave.username);
+          await new Promise((r) => setTimeout(r, ttl + 50));
+        }
+        expect(await read()).toBe('Changed elsewhere');
+      } finally {
+        await other.close();
+      }
+    }
+  });
+});

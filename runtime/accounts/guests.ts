@@ -264,7 +264,7 @@ export async function upgradeGuest(ctx: Ctx, playerId: string, { username, passw
     if (isUniqueViolation(err)) throw new ApiError('auth.username_taken', 'That username is taken.', { field: 'username' });
     throw err;
   }
-  await afterCommit(ctx, { kind: 'player_tokens_replaced', playerId });
+  await afterCommit(ctx, { kind: 'player_tokens_replaced', playerId }, { kind: 'profile_changed', playerId });
   ctx.log.info('guest_upgraded', { player_id: playerId });
   return { player_id: playerId, ...pair, username, upgraded: true };
 }

@@ -1,3 +1,4 @@
+import type { ProfileCache } from '../players/profile-cache';
 import type { LiveChat } from '../social/chat';
 import type { ClientGate } from '../accounts/client-gate';
 import type { DatabaseFault, Db } from '../platform/database';
@@ -23,6 +24,8 @@ export interface Ctx {
   log: Logger;
   /** Resolves a bearer access token; the host caches with explicit eviction. */
   auth: TokenResolver;
+  /** Public profiles this node has read, evicted by the effects of every change (runtime/players/profile-cache.ts). */
+  profiles: ProfileCache;
   /** What the loaded game directory declares for the whole deployment. */
   game: GameDeclarations;
   readiness: {

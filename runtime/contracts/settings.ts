@@ -89,6 +89,7 @@ const rawSchema = z
     access_token_ttl: positiveInt.default(3600),
     refresh_token_ttl: positiveInt.default(30 * 24 * 3600),
     auth_cache_ttl_ms: z.number().int().min(0).default(60_000),
+    profile_cache_ttl_ms: z.number().int().min(0).default(10_000),
     /** How often expired token rows are deleted. */
     token_sweep_interval_ms: positiveInt.default(3_600_000),
     rate_limits: z.partialRecord(z.enum(RATE_LIMIT_GROUPS), rateRule).default({}),

@@ -14,6 +14,8 @@ export type Effect =
   | { kind: 'player_sessions_ended'; playerId: string }
   /** These access tokens were revoked (logout, refresh-token reuse): their cache entries go and the sockets they opened close. */
   | { kind: 'tokens_revoked'; playerIds: readonly string[]; tokenIds: readonly string[]; accessToken?: string | null }
+  /** The player's public profile changed: cached copies go. */
+  | { kind: 'profile_changed'; playerId: string }
   /** The player's tokens were replaced by a new pair (guest upgrade): cached ones go, the sockets stay with the same player. */
   | { kind: 'player_tokens_replaced'; playerId: string }
   /** The player left (or was removed from) what a chat room belongs to: their sockets leave the room. */
@@ -22,17 +24,21 @@ export type Effect =
   | { kind: 'message_stored'; push: ChatPush; recipientId: string | null };
 
 /** The one subscriber: applies committed effects to the live state of this node. */
-export async function afterCommit(ctx: Pick<Ctx, 'auth' | 'live'>, ...effects: Effect[]): Promise<void> {
+export async function afterCommit(ctx: Pick<Ctx, 'auth' | 'live' | 'profiles'>, ...effects: Effect[]): Promise<void> {
   for (const effect of effects) {
     switch (effect.kind) {
       case 'player_sessions_ended':
         ctx.auth.evictPlayer(effect.playerId);
+        ctx.profiles.evict(effect.playerId);
         ctx.live.disconnect(effect.playerId);
         break;
       case 'tokens_revoked':
         if (effect.accessToken) await ctx.auth.evictToken(effect.accessToken);
         for (const playerId of effect.playerIds) ctx.auth.evictPlayer(playerId);
         ctx.live.disconnectTokens(effect.tokenIds);
+        break;
+      case 'profile_changed':
+        ctx.profiles.evict(effect.playerId);
         break;
       case 'player_tokens_replaced':
         ctx.auth.evictPlayer(effect.playerId);

@@ -28,10 +28,12 @@ function view(row: Pick<Selectable<PlayersTable>, (typeof PUBLIC_COLUMNS)[number
   };
 }
 
-export async function getPlayer(ctx: Pick<Ctx, 'db'>, id: string): Promise<Player> {
-  const row = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('id', '=', id).executeTakeFirst();
-  if (!row) throw new ApiError('player.not_found', 'No such player.');
-  return view(row);
+export function getPlayer(ctx: Pick<Ctx, 'db' | 'profiles'>, id: string): Promise<Player> {
+  return ctx.profiles.read(id, async () => {
+    const row = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('id', '=', id).executeTakeFirst();
+    if (!row) throw new ApiError('player.not_found', 'No such player.');
+    return view(row);
+  });
 }
 
 /**
@@ -46,7 +48,7 @@ export async function findPlayersByUsername(ctx: Pick<Ctx, 'db'>, username: stri
 }
 
 /** Applies a profile update; omitted keys stay as they are. */
-export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock'>, id: string, update: ProfileUpdate): Promise<Player> {
+export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'auth' | 'live' | 'profiles'>, id: string, update: ProfileUpdate): Promise<Player> {
   const { metadata, ...text } = update;
   const changes = { ...text, ...(metadata !== undefined ? { metadata: jsonb(metadata) } : {}) };
   const row = await ctx.db
@@ -56,6 +58,7 @@ export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock'>, id: string, u
     .returning(PUBLIC_COLUMNS)
     .executeTakeFirst();
   if (!row) throw new ApiError('player.not_found', 'No such player.');
+  await afterCommit(ctx, { kind: 'profile_changed', playerId: id });
   return view(row);
 }
 

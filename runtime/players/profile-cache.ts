@@ -1,0 +1,37 @@
+import { LRUCache } from 'lru-cache';
+import type { Player } from '../schemas/players';
+
+/**
+ * Public profiles this node has read, so that the most common read of the
+ * API (`GET /players/:id`, and `/players/me` on every client start) does not
+ * cost a statement each time: on the embedded database one costs more than
+ * the rest of the request together.
+ *
+ * Every change made through this node evicts at once (the `profile_changed`
+ * and `player_sessions_ended` effects); `ttlMs` only bounds how long a change
+ * made elsewhere (another node, an operator's SQL) stays unseen. A read that
+ * started before an eviction may carry the old row: it answers its own
+ * request but is not kept (the epoch check), as in the token cache.
+ */
+export class ProfileCache {
+  readonly #entries: LRUCache<string, Player> | null;
+  #epoch = 0;
+
+  constructor(ttlMs: number, maxEntries = 50_000) {
+    this.#entries = ttlMs > 0 ? new LRUCache<string, Player>({ max: maxEntries, ttl: ttlMs }) : null;
+  }
+
+  async read(playerId: string, load: (playerId: string) => Promise<Player>): Promise<Player> {
+    const hit = this.#entries?.get(playerId);
+    if (hit) return hit;
+    const epoch = this.#epoch;
+    const player = await load(playerId);
+    if (epoch === this.#epoch) this.#entries?.set(playerId, player);
+    return player;
+  }
+
+  evict(playerId: string): void {
+    this.#epoch++;
+    this.#entries?.delete(playerId);
+  }
+}

@@ -1,0 +1,85 @@
+import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenLookups } from '../host/infra/token-lookups';
+import { hashToken, newToken } from '../runtime/accounts/tokens';
+import { jsonb } from '../runtime/platform/database';
+import { uuidv7Source } from '../runtime/platform/ids';
+import { freshDatabase } from './support/database';
+
+/**
+ * Counts the statements a Db runs and the most it ever had in flight at once;
+ * each answer is held back `holdMs`, as a busy database holds it.
+ */
+class StatementCounter implements KyselyPlugin {
+  constructor(private readonly holdMs = 0) {}
+  started = 0;
+  inFlight = 0;
+  mostInFlight = 0;
+  transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
+    this.started++;
+    this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
+    return args.node;
+  }
+  async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    if (this.holdMs > 0) await new Promise((r) => setTimeout(r, this.holdMs));
+    this.inFlight--;
+    return args.result;
+  }
+}
+
+let database: Awaited<ReturnType<typeof freshDatabase>>;
+const ids = uuidv7Source(() => Date.now());
+const valid = new Map<string, string>();
+
+beforeAll(async () => {
+  database = await freshDatabase();
+  const now = Date.now();
+  const players = [];
+  const tokens = [];
+  for (let i = 0; i < 300; i++) {
+    const id = ids.uuid();
+    const token = newToken();
+    valid.set(token, id);
+    players.push({ id, username: `lookup_${i}_${now % 1e6}`, display_name: null, hashed_password: null, metadata: jsonb({}), updated_at: new Date(now) });
+    tokens.push({ id: ids.uuid(), user_id: id, token: await hashToken(token), context: 'access' as const, family_id: null, expires_at: new Date(now + 3_600_000) });
+  }
+  await database.db.insertInto('players').values(players).execute();
+  await database.db.insertInto('player_tokens').values(tokens).execute();
+});
+afterAll(async () => {
+  await database.close();
+});
+
+describe('TokenLookups', () => {
+  it('answers a storm of cold tokens with a few reads, never more in flight than allowed, each waiter its own answer', async () => {
+    const unknown = Array.from({ length: 300 }, () => newToken());
+    const asked = [...valid.keys(), ...unknown].sort(() => Math.random() - 0.5);
+    const hashes = await Promise.all(asked.map((t) => hashToken(t)));
+    for (const reads of [1, 3]) {
+      const counter = new StatementCounter(20);
+      const lookups = new TokenLookups(database.db.withPlugin(counter), reads);
+      // 30 waves of 20 on successive turns of the event loop, as sockets
+      // arrive, all while the first reads are still running.
+      const pending: Promise<readonly [string, Awaited<ReturnType<TokenLookups['lookup']>>]>[] = [];
+      for (let i = 0; i < asked.length; i++) {
+        if (i % 20 === 0) await new Promise((r) => setImmediate(r));
+        pending.push(lookups.lookup(hashes[i]!, Date.now()).then((found) => [asked[i]!, found] as const));
+      }
+      for (const [token, found] of await Promise.all(pending)) expect(found?.principal.playerId ?? null).toBe(valid.get(token) ?? null);
+      expect(counter.mostInFlight).toBe(reads);
+      // The first `reads` waves go alone; the rest wait and share statements of up to 200 hashes.
+      expect(counter.started).toBeLessThanOrEqual(reads + Math.ceil(asked.length / 200) + reads);
+    }
+  });
+
+  it('reads a lone miss at once, and the same hash asked twice in one turn once', async () => {
+    const counter = new StatementCounter();
+    const lookups = new TokenLookups(database.db.withPlugin(counter), 1);
+    const [token, playerId] = [...valid.entries()][0]!;
+    const hash = await hashToken(token);
+    const [a, b] = await Promise.all([lookups.lookup(hash, Date.now()), lookups.lookup(hash, Date.now())]);
+    expect(a?.principal.playerId).toBe(playerId);
+    expect(b?.principal.playerId).toBe(playerId);
+    expect(counter.started).toBe(1);
+  });
+});
