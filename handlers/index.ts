@@ -14,3 +14,5 @@ export { Kysely } from 'kysely';
 export { uncachedTokenResolver } from '../runtime/accounts/tokens';
 export { passwordHasher } from '../runtime/accounts/passwords';
 export { offlineLive } from '../runtime/platform/offline-live';
+// `new ProfileCache(0)` reads every profile from the database; a TTL caches them per isolate.
+export { ProfileCache } from '../runtime/players/profile-cache';
