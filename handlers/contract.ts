@@ -60,6 +60,8 @@ export interface RouteSpec<A extends Auth, P extends AnyObject, Q extends AnyObj
   legacyKey?: LegacyKey;
   /** An unreadable or invalid body reads as `{}` instead of failing (logout answers 200 whatever it is sent). */
   lenientBody?: boolean;
+  /** What a body that is not a JSON object answers, where the route's reference names it (default 400 `invalid_payload`). */
+  notObject?: () => ApiError;
   /**
    * A precondition about the deployment, checked before the session or any
    * input is looked at (e.g. guests switched off): what a client needs to learn first.
@@ -138,7 +140,7 @@ async function bodyOf(spec: AnyRouteSpec, request: RequestLike, legacy: LegacyKe
   try {
     value = await readJson(request, legacy);
     if (value === undefined) value = {};
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ApiError('invalid_payload');
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw spec.notObject?.() ?? new ApiError('invalid_payload');
     return restInput(spec.body!, value, 'body', legacy);
   } catch (err) {
     if (spec.lenientBody && err instanceof ApiError) return spec.body!.safeParse({}).data ?? {};

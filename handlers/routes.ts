@@ -7,6 +7,7 @@ import { groupRoutes } from './routes/social/groups';
 import { guestRoutes } from './routes/guest';
 import { healthRoutes } from './routes/health';
 import type { Route } from './contract';
+import { iapRoutes } from './routes/iap';
 import { identityRoutes } from './routes/identities';
 import { matchmakerRoutes } from './routes/matchmaker';
 import { matchRoutes } from './routes/matches';
@@ -17,7 +18,7 @@ import { rpcRoutes } from './routes/rpc';
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...socialRoutes());
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes());
   return routes;
 }
 

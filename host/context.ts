@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { systemClock, type Clock, type Ctx, type GameDeclarations, type LiveState } from '../runtime/contracts/context';
 import { createIdentityProviders } from '../runtime/accounts/identities';
+import { createReceiptVerifiers } from '../runtime/receipts/stores';
 import { uuidv7Source } from '../runtime/platform/ids';
 import type { Logger } from '../runtime/platform/log';
 import { passwordHasher } from '../runtime/accounts/passwords';
@@ -10,6 +11,8 @@ import type { OpenDatabase } from './infra/database';
 import { DatabaseWatch } from './infra/database-watch';
 import { WindowLimiter } from './infra/rate-limiter';
 import { outboundFetch, readTrustAnchor } from './http/outbound';
+import { StoreCertificateChain } from './infra/certificate-chain';
+import { readStoreCredentials } from './infra/store-credentials';
 import { TokenCache } from './infra/token-cache';
 import { TokenLookups } from './infra/token-lookups';
 import { ProfileCache } from '../runtime/players/profile-cache';
@@ -63,6 +66,15 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     clock,
     log,
   });
+  const stores = readStoreCredentials(settings);
+  const receipts = createReceiptVerifiers({
+    settings,
+    chain: stores.appleRoots.length > 0 ? new StoreCertificateChain(stores.appleRoots) : null,
+    googleKey: stores.googleKey,
+    fetch: outboundFetch({ timeoutMs }),
+    clock,
+    log,
+  });
   const watch = database.probe ? new DatabaseWatch({ probe: database.probe, log }) : null;
   if (watch) database.onConnectionLost?.(() => watch.suspect());
   let ready = false;
@@ -81,6 +93,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     clientGate,
     live: options.live,
     identity,
+    receipts,
   };
   return { ctx, limits, watch, markReady: () => (ready = true) };
 }

@@ -5,7 +5,7 @@ import type { OutboundFetch } from '../../runtime/accounts/oidc';
 import { SettingsError } from '../../runtime/contracts/settings';
 
 /**
- * The host's fetch for calls to identity providers: node:https with an
+ * The host's fetch for calls to identity providers and stores: node:https with an
  * optional pinned trust anchor (the CA file replaces the system roots), a
  * time bound over the whole exchange, and a cap on what it will buffer. The
  * runtime receives it as a plain fetch-like function (runtime/accounts/oidc.ts).
@@ -82,6 +82,6 @@ export function outboundFetch(options: OutboundOptions): OutboundFetch {
         clearTimeout(timer);
         reject(err);
       });
-      request.end();
+      request.end(init.body);
     });
 }

@@ -13,7 +13,7 @@ import type { OidcProviderName, Settings } from '../contracts/settings';
  */
 
 /** The fetch a host hands the runtime; a rejection named `TimeoutError` means the time bound hit. */
-export type OutboundFetch = (url: string, init?: { method?: string; headers?: Record<string, string> }) => Promise<Response>;
+export type OutboundFetch = (url: string, init?: { method?: string; headers?: Record<string, string>; body?: string }) => Promise<Response>;
 
 /** What a verified token says about its subject. */
 export interface VerifiedClaims {

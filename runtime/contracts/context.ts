@@ -8,6 +8,7 @@ import type { Logger } from '../platform/log';
 import type { PasswordHasher } from '../accounts/passwords';
 import type { LiveMatches, LiveMatchmaker } from '../matches/matches';
 import type { LivePresence } from '../social/presence';
+import type { ReceiptVerifiers } from '../receipts/stores';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
 
 /**
@@ -53,6 +54,12 @@ export interface Ctx {
    * anchor, timeout); holds the discovery and key caches.
    */
   identity: IdentityProviders;
+  /**
+   * Verifies store receipts (runtime/receipts/stores.ts). The host checks
+   * certificate chains with its own X.509 parser and reads the store
+   * credentials at boot.
+   */
+  receipts: ReceiptVerifiers;
 }
 
 /** What REST handlers and other host services may reach of the real-time host. */

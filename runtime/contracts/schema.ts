@@ -147,6 +147,18 @@ export interface NotificationsTable {
   sent_at: Timestamp;
 }
 
+export interface IapTransactionsTable {
+  id: string;
+  /** Severed (null) when the player is erased; the receipt stays claimed. */
+  player_id: string | null;
+  provider: 'apple' | 'google';
+  /** Apple's `transactionId` or Google's `orderId`. */
+  transaction_id: string;
+  original_transaction_id: string | null;
+  product_id: string | null;
+  inserted_at: CreatedAt;
+}
+
 export interface Database {
   players: PlayersTable;
   player_identities: PlayerIdentitiesTable;
@@ -160,4 +172,5 @@ export interface Database {
   group_requests: GroupRequestsTable;
   chat_messages: ChatMessagesTable;
   notifications: NotificationsTable;
+  iap_transactions: IapTransactionsTable;
 }

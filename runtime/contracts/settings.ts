@@ -134,6 +134,21 @@ const rawSchema = z
     steam_api_key: z.string().min(1).optional(),
     steam_app_id: z.union([z.string().regex(/^\d+$/), z.number().int().positive()]).optional(),
     steam_api_base: z.string().url().default('https://api.steampowered.com'),
+    /**
+     * Store receipts (runtime/receipts/): the first store's trust anchor (a
+     * PEM or DER file, or inline PEM / base64 DER certificates) and bundle id;
+     * the second store's package, service-account key (a file or the key's
+     * JSON inline) and endpoints. Files and keys are read and checked at boot
+     * by host/infra/store-credentials.ts.
+     */
+    apple_root_cert_path: z.string().min(1).optional(),
+    apple_root_certs: z.array(z.string().min(1)).optional(),
+    apple_bundle_id: z.string().min(1).optional(),
+    google_package_name: z.string().min(1).optional(),
+    google_service_account_key_path: z.string().min(1).optional(),
+    google_service_account_key: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    google_token_url: z.string().url().default('https://oauth2.googleapis.com/token'),
+    google_play_api_base: z.string().url().default('https://androidpublisher.googleapis.com'),
     /** Browser origins allowed to open `/ws`; unset or empty admits all. */
     ws_allowed_origins: z.array(z.string().min(1)).optional(),
     ws_idle_auth_timeout_ms: positiveInt.default(10_000),
