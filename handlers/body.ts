@@ -1,5 +1,5 @@
 import { ApiError, validationFailed } from '../runtime/contracts/errors';
-import { textProblem, textProblemMessage } from '../runtime/platform/text';
+import { stringEnd, textProblem, textProblemMessage } from '../runtime/platform/text';
 import type { RequestLike } from './http';
 
 /** Request bodies are capped at 1 MiB. */
@@ -47,7 +47,61 @@ export async function readJson(request: RequestLike, legacy: 'fields' | 'errors'
     const field = problem.under !== undefined && !Array.isArray(value) ? String(problem.under) : '';
     throw validationFailed(legacy, { [field]: [textProblemMessage(problem)] });
   }
+  bodyTexts.set(request, text);
   return value;
+}
+
+// The text each request's body was parsed from, for the few checks parsing erases.
+const bodyTexts = new WeakMap<RequestLike, string>();
+
+/**
+ * The JSON text a top-level member of the request's body was written as
+ * (`"1.0"` for `{"quantity": 1.0}`), or undefined when the body has no such
+ * member. Parsing reads `1.0` and `1e0` as the integer 1; a field that must
+ * be written as an integer checks this text. A repeated key gives its last
+ * value, as parsing does.
+ */
+export function bodyLiteral(request: RequestLike, key: string): string | undefined {
+  const text = bodyTexts.get(request);
+  if (text === undefined) return undefined;
+  let found: string | undefined;
+  let i = skipSpace(text, 0);
+  if (text[i] !== '{') return undefined;
+  i = skipSpace(text, i + 1);
+  while (text[i] === '"') {
+    const keyEnd = stringEnd(text, i + 1);
+    const name = JSON.parse(text.slice(i, keyEnd)) as string;
+    const start = skipSpace(text, skipSpace(text, keyEnd) + 1);
+    const end = valueEnd(text, start);
+    if (name === key) found = text.slice(start, end);
+    i = skipSpace(text, end);
+    if (text[i] === ',') i = skipSpace(text, i + 1);
+  }
+  return found;
+}
+
+function skipSpace(text: string, i: number): number {
+  while (i < text.length && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++;
+  return i;
+}
+
+/** The index just past the JSON value starting at `start` (the text is known to parse). */
+function valueEnd(text: string, start: number): number {
+  const c = text[start];
+  if (c === '"') return stringEnd(text, start + 1);
+  if (c !== '{' && c !== '[') {
+    let i = start;
+    while (i < text.length && !',}] \t\n\r'.includes(text[i]!)) i++;
+    return i;
+  }
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const d = text[i];
+    if (d === '"') i = stringEnd(text, i + 1) - 1;
+    else if (d === '{' || d === '[') depth++;
+    else if ((d === '}' || d === ']') && --depth === 0) return i + 1;
+  }
+  return text.length;
 }
 
 async function readCapped(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {

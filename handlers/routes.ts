@@ -2,6 +2,7 @@ import { apiDocumentRoutes } from './routes/api-documents';
 import { authRoutes } from './routes/auth';
 import { chatRoutes } from './routes/social/chat';
 import { dmRoutes } from './routes/social/dm';
+import { economyRoutes } from './routes/economy';
 import { friendRoutes } from './routes/social/friends';
 import { groupRoutes } from './routes/social/groups';
 import { guestRoutes } from './routes/guest';
@@ -18,7 +19,7 @@ import { rpcRoutes } from './routes/rpc';
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes());
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes);
   return routes;
 }
 

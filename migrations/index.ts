@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001_accounts';
 import * as m0002 from './0002_match_records';
 import * as m0020 from './0020_social';
+import * as m0021 from './0021_economy';
 import * as m0022 from './0022_receipts';
 
 /**
@@ -18,5 +19,6 @@ export const migrations: Record<string, Migration> = {
   '0001_accounts': m0001,
   '0002_match_records': m0002,
   '0020_social': m0020,
+  '0021_economy': m0021,
   '0022_receipts': m0022,
 };

@@ -159,6 +159,77 @@ export interface IapTransactionsTable {
   inserted_at: CreatedAt;
 }
 
+export interface CurrenciesTable {
+  /** The catalogue's code, e.g. `gold`; wallets and listings reference it. */
+  code: string;
+  name: string;
+  /** False once the catalogue no longer declares it: balances stay readable, nothing new is credited or sold in it. */
+  active: boolean;
+  metadata: Json;
+  inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface WalletsTable {
+  id: string;
+  player_id: string;
+  currency: string;
+  /** Never negative (a CHECK backs the services). */
+  balance: number;
+  inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+/** The ledger: one row per balance change. */
+export interface TransactionsTable {
+  id: string;
+  wallet_id: string;
+  /** Negative for debits. */
+  amount: number;
+  balance_after: number;
+  reason: string;
+  reference_type: string | null;
+  reference_id: string | null;
+  metadata: Json;
+  inserted_at: CreatedAt;
+}
+
+export interface ItemDefsTable {
+  id: string;
+  slug: string;
+  name: string;
+  category: string;
+  rarity: 'common' | 'uncommon' | 'rare' | 'epic' | 'legendary';
+  stackable: boolean;
+  metadata: Json;
+  inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface StoreListingsTable {
+  id: string;
+  /** The catalogue's name for the listing (ours), which keeps its id stable across edits. */
+  slug: string;
+  item_def_id: string;
+  currency: string;
+  price: number;
+  active: boolean;
+  valid_from: Timestamp | null;
+  valid_until: Timestamp | null;
+  metadata: Json;
+}
+
+export interface PlayerItemsTable {
+  id: string;
+  item_def_id: string;
+  player_id: string;
+  /** Always positive: a stack consumed to nothing is deleted. */
+  quantity: number;
+  metadata: Json;
+  acquired_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   players: PlayersTable;
   player_identities: PlayerIdentitiesTable;
@@ -172,5 +243,11 @@ export interface Database {
   group_requests: GroupRequestsTable;
   chat_messages: ChatMessagesTable;
   notifications: NotificationsTable;
+  currencies: CurrenciesTable;
+  wallets: WalletsTable;
+  transactions: TransactionsTable;
+  item_defs: ItemDefsTable;
+  store_listings: StoreListingsTable;
+  player_items: PlayerItemsTable;
   iap_transactions: IapTransactionsTable;
 }

@@ -91,7 +91,7 @@ function nestsTooDeep(source: string): boolean {
 }
 
 /** The index just past the quote closing a JSON string whose body starts at `from`. */
-function stringEnd(source: string, from: number): number {
+export function stringEnd(source: string, from: number): number {
   for (let quote = source.indexOf('"', from); ; quote = source.indexOf('"', quote + 1)) {
     let backslashes = 0;
     while (source.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++;
