@@ -83,6 +83,18 @@ describe('POST /players/me/erase', () => {
     expect(JSON.stringify(rows[0])).not.toContain(p.password);
   });
 
+  it('keeps the store receipts of the player, with the player reference nulled', async () => {
+    const p = await registerPlayer(s);
+    const id = s.ctx.ids.uuid();
+    const receipt = { id, player_id: p.player_id, provider: 'apple' as const, transaction_id: `erase-${id}`, original_transaction_id: null, product_id: 'gems_100' };
+    await s.ctx.db.insertInto('iap_transactions').values(receipt).execute();
+    const res = await erase(p.access_token, { password: p.password });
+    expect(res.status).toBe(200);
+    expect(await exists(p.player_id)).toBe(false);
+    const kept = await s.ctx.db.selectFrom('iap_transactions').selectAll().where('id', '=', id).executeTakeFirst();
+    expect(kept).toMatchObject({ ...receipt, player_id: null });
+  });
+
   it('answers 400 missing_field when a password account sends no password', async () => {
     const p = await registerPlayer(s);
     for (const body of [undefined, {}, { password: 12345678 }, { password: null }]) {
