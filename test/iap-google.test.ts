@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenDatabase } from '../host/infra/database';
-import { expectError, freshUsername } from './support/accounts';
-import { inProcessApp, type InProcessApp } from './support/app';
-import { freshDatabase } from './support/database';
+import { expectError } from './support/accounts';
+import type { InProcessApp } from './support/app';
+import { Deployments, signUp, type SignedUp as Player } from './support/deployments';
 import { FakeGooglePlay, type FakeAnswer } from './support/fake-google-play';
 
 /**
@@ -17,51 +16,33 @@ import { FakeGooglePlay, type FakeAnswer } from './support/fake-google-play';
 const PACKAGE = 'com.example.svc_game';
 const TIMEOUT_MS = 300;
 
-let database: OpenDatabase;
+let deployments: Deployments;
 let fake: FakeGooglePlay;
 let app: InProcessApp;
-const apps: InProcessApp[] = [];
 const dir = mkdtempSync(path.join(tmpdir(), 'svc-iap-google-'));
 
-function settings(key: unknown, extra: Record<string, unknown> = {}) {
+function settings(key: unknown) {
   return {
     google_package_name: PACKAGE,
     google_service_account_key: key as Record<string, unknown>,
     google_token_url: fake.tokenUrl,
     google_play_api_base: fake.base,
     provider_timeout_ms: TIMEOUT_MS,
-    ...extra,
   };
 }
 
-async function deployment(raw: Parameters<typeof inProcessApp>[0]): Promise<InProcessApp> {
-  const a = await inProcessApp(raw, { database });
-  apps.push(a);
-  return a;
-}
-
 beforeAll(async () => {
-  database = await freshDatabase();
+  deployments = await Deployments.open();
   fake = await FakeGooglePlay.start();
-  app = await deployment(settings(fake.serviceAccount()));
+  app = await deployments.start(settings(fake.serviceAccount()));
 });
 afterAll(async () => {
-  for (const a of apps) await a.close();
+  await deployments?.close();
   await fake?.close();
-  await database?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Player {
-  player_id: string;
-  access_token: string;
-}
-
-async function player(): Promise<Player> {
-  const res = await app.call('POST', '/api/v1/auth/register', { body: { username: freshUsername('gp'), password: 'correct horse' } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
+const player = () => signUp(app);
 
 let serial = 0;
 /** A purchase the fake knows under a fresh token; returns the token. */
@@ -85,7 +66,7 @@ function purchase(overrides: Record<string, unknown> = {}, answer: Omit<FakeAnsw
 }
 
 const submit = (p: Player, body: unknown, on: InProcessApp = app) => on.call('POST', '/api/v1/iap/google', { token: p.access_token, body });
-const rows = (orderId: string) => database.db.selectFrom('iap_transactions').selectAll().where('provider', '=', 'google').where('transaction_id', '=', orderId).execute();
+const rows = (orderId: string) => deployments.database.db.selectFrom('iap_transactions').selectAll().where('provider', '=', 'google').where('transaction_id', '=', orderId).execute();
 
 async function refused(p: Player, body: unknown, reason: string, on: InProcessApp = app): Promise<void> {
   const res = await submit(p, body, on);
@@ -188,7 +169,7 @@ describe('POST /iap/google', () => {
   it('answers google_token_exchange_failed when the token endpoint refuses, stalls or answers garbage; no purchase is read', async () => {
     const p = await player();
     for (const who of ['refused', 'hangs', 'garbled']) {
-      const other = await deployment(settings(fake.serviceAccount(who)));
+      const other = await deployments.start(settings(fake.serviceAccount(who)));
       const reads = fake.reads.length;
       const started = Date.now();
       await refused(p, { product_id: 'gems', purchase_token: purchase() }, 'google_token_exchange_failed', other);
@@ -197,7 +178,7 @@ describe('POST /iap/google', () => {
     }
     // A key the store does not know is refused the same way.
     const stranger = { ...fake.serviceAccount('stranger'), client_email: 'unknown@svc-test.iam.gserviceaccount.example' };
-    await refused(p, { product_id: 'gems', purchase_token: purchase() }, 'google_token_exchange_failed', await deployment(settings(stranger)));
+    await refused(p, { product_id: 'gems', purchase_token: purchase() }, 'google_token_exchange_failed', await deployments.start(settings(stranger)));
   });
 
   it('answers missing_required_fields (422, not missing_field) when product_id or purchase_token is absent, empty or not a string', async () => {
@@ -219,8 +200,8 @@ describe('POST /iap/google', () => {
   it('answers google_iap_not_configured without a package name, service_account_key_not_found without a key', async () => {
     const p = await player();
     const token = purchase();
-    await refused(p, { product_id: 'gems', purchase_token: token }, 'google_iap_not_configured', await deployment({}));
-    await refused(p, { product_id: 'gems', purchase_token: token }, 'service_account_key_not_found', await deployment({ google_package_name: PACKAGE }));
+    await refused(p, { product_id: 'gems', purchase_token: token }, 'google_iap_not_configured', await deployments.start({}));
+    await refused(p, { product_id: 'gems', purchase_token: token }, 'service_account_key_not_found', await deployments.start({ google_package_name: PACKAGE }));
   });
 
   it('takes the key from a file (google_service_account_key_path) or as JSON text as well', async () => {
@@ -228,9 +209,9 @@ describe('POST /iap/google', () => {
     const file = path.join(dir, 'key.json');
     writeFileSync(file, JSON.stringify(fake.serviceAccount('from-file')));
     const { google_service_account_key: _, ...rest } = settings(null);
-    const fromFile = await deployment({ ...rest, google_service_account_key_path: file });
+    const fromFile = await deployments.start({ ...rest, google_service_account_key_path: file });
     expect((await submit(p, { product_id: 'gems', purchase_token: purchase() }, fromFile)).status).toBe(200);
-    const fromText = await deployment(settings(JSON.stringify(fake.serviceAccount('from-text'))));
+    const fromText = await deployments.start(settings(JSON.stringify(fake.serviceAccount('from-text'))));
     expect((await submit(p, { product_id: 'gems', purchase_token: purchase() }, fromText)).status).toBe(200);
   });
 

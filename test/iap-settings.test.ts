@@ -5,10 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenDatabase } from '../host/infra/database';
 import { parseSettings, SettingsError, type RawSettings } from '../runtime/contracts/settings';
-import { inProcessApp } from './support/app';
-import { freshDatabase } from './support/database';
+import { Deployments } from './support/deployments';
 import { StoreCertificates } from './support/store-certificates';
 
 /**
@@ -19,15 +17,15 @@ import { StoreCertificates } from './support/store-certificates';
 
 const root = path.resolve(__dirname, '..');
 const dir = mkdtempSync(path.join(tmpdir(), 'svc-iap-settings-'));
-let database: OpenDatabase;
+let deployments: Deployments;
 let pki: StoreCertificates;
 
 beforeAll(async () => {
-  database = await freshDatabase();
+  deployments = await Deployments.open();
   pki = StoreCertificates.make();
 });
 afterAll(async () => {
-  await database?.close();
+  await deployments?.close();
   pki?.remove();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -41,8 +39,7 @@ function file(name: string, content: string | Buffer): string {
 /** Boots the production Ctx with these settings; the SettingsError it stops with, or null when it boots. */
 async function bootError(raw: RawSettings): Promise<SettingsError | null> {
   try {
-    const app = await inProcessApp(raw, { database });
-    await app.close();
+    await deployments.start(raw);
     return null;
   } catch (err) {
     expect(err).toBeInstanceOf(SettingsError);

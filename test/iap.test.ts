@@ -1,9 +1,9 @@
 import { CompactSign, importPKCS8 } from 'jose';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OpenDatabase } from '../host/infra/database';
-import { expectError, freshUsername } from './support/accounts';
-import { inProcessApp, type InProcessApp } from './support/app';
-import { freshDatabase } from './support/database';
+import { expectError } from './support/accounts';
+import type { InProcessApp } from './support/app';
+import { Deployments, signUp, type SignedUp as Player } from './support/deployments';
 import { StoreCertificates, type ChainName } from './support/store-certificates';
 
 /**
@@ -17,41 +17,21 @@ import { StoreCertificates, type ChainName } from './support/store-certificates'
 const BUNDLE = 'com.example.svc-game';
 const HOUR = 3600_000;
 
-let database: OpenDatabase;
+let deployments: Deployments;
 let pki: StoreCertificates;
 let app: InProcessApp;
-const apps: InProcessApp[] = [];
-
-async function deployment(raw: Parameters<typeof inProcessApp>[0]): Promise<InProcessApp> {
-  const a = await inProcessApp(raw, { database });
-  apps.push(a);
-  return a;
-}
 
 beforeAll(async () => {
-  database = await freshDatabase();
+  deployments = await Deployments.open();
   pki = StoreCertificates.make();
-  app = await deployment({ apple_root_cert_path: pki.rootFile, apple_bundle_id: BUNDLE });
+  app = await deployments.start({ apple_root_cert_path: pki.rootFile, apple_bundle_id: BUNDLE });
 });
 afterAll(async () => {
-  for (const a of apps) await a.close();
-  await database?.close();
+  await deployments?.close();
   pki?.remove();
 });
 
-interface Player {
-  player_id: string;
-  access_token: string;
-  password: string;
-}
-
-async function player(on: InProcessApp = app): Promise<Player> {
-  const password = 'correct horse';
-  const res = await on.call('POST', '/api/v1/auth/register', { body: { username: freshUsername('iap'), password } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return { ...res.body, password };
-}
-
+const player = (on: InProcessApp = app) => signUp(on);
 let serial = 0;
 function transaction(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   const id = `${2000000000 + Date.now() % 1e8}${++serial}`;
@@ -73,7 +53,7 @@ const submit = (p: Player, signed_transaction: unknown, on: InProcessApp = app) 
   on.call('POST', '/api/v1/iap/apple', { token: p.access_token, body: { signed_transaction } });
 
 const rows = (transactionId: unknown) =>
-  database.db.selectFrom('iap_transactions').selectAll().where('provider', '=', 'apple').where('transaction_id', '=', String(transactionId)).execute();
+  deployments.database.db.selectFrom('iap_transactions').selectAll().where('provider', '=', 'apple').where('transaction_id', '=', String(transactionId)).execute();
 
 async function refused(p: Player, signed: string, reason: string, on: InProcessApp = app): Promise<void> {
   const res = await submit(p, signed, on);
@@ -188,16 +168,33 @@ describe('POST /iap/apple', () => {
 
   it('answers 422 iap.missing_transaction_id for a verified receipt without a transaction id, recording nothing', async () => {
     const p = await player();
-    const before = await database.db.selectFrom('iap_transactions').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const before = await deployments.database.db.selectFrom('iap_transactions').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
     for (const transactionId of [undefined, '', null, { id: 1 }, 'x'.repeat(256)]) {
       expectError(await submit(p, await pki.sign(transaction({ transactionId }))), 422, 'iap.missing_transaction_id');
     }
-    const after = await database.db.selectFrom('iap_transactions').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const after = await deployments.database.db.selectFrom('iap_transactions').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
     expect(Number(after.n)).toBe(Number(before.n));
   });
 
+  it('answers 500 iap.record_failed when the row cannot be written and none exists', async () => {
+    const p = await player();
+    const payload = transaction();
+    // The database refuses this one transaction id, as a full disk or a broken constraint would.
+    await sql`create function refuse_receipt() returns trigger language plpgsql as $$
+      begin if new.transaction_id = ${sql.lit(String(payload.transactionId))} then raise exception 'refused'; end if; return new; end $$`.execute(deployments.database.db);
+    await sql`create trigger refuse_receipt before insert on iap_transactions for each row execute function refuse_receipt()`.execute(deployments.database.db);
+    try {
+      expectError(await submit(p, await pki.sign(payload)), 500, 'iap.record_failed');
+      expect(await rows(payload.transactionId)).toEqual([]);
+    } finally {
+      await sql`drop trigger refuse_receipt on iap_transactions`.execute(deployments.database.db);
+      await sql`drop function refuse_receipt()`.execute(deployments.database.db);
+    }
+    expect((await submit(p, await pki.sign(payload))).status).toBe(200);
+  });
+
   it('trusts roots given inline (apple_root_certs) like a root file, with or without the root copy in the chain', async () => {
-    const inline = await deployment({ apple_root_certs: [pki.rootPem], apple_bundle_id: BUNDLE });
+    const inline = await deployments.start({ apple_root_certs: [pki.rootPem], apple_bundle_id: BUNDLE });
     const p = await player(inline);
     for (const chain of ['valid', 'withoutRoot'] as ChainName[]) {
       const res = await submit(p, await pki.sign(transaction(), chain), inline);
@@ -237,14 +234,14 @@ describe('POST /iap/apple', () => {
       ['bundle_id_mismatch', pki.sign(transaction({ bundleId: 'com.example.other' }))],
       ['bundle_id_mismatch', pki.sign(transaction({ bundleId: undefined }))],
     ];
-    const before = await database.db.selectFrom('iap_transactions').select('id').execute();
+    const before = await deployments.database.db.selectFrom('iap_transactions').select('id').execute();
     for (const [reason, signed] of cases) await refused(p, await signed, reason);
-    expect(await database.db.selectFrom('iap_transactions').select('id').execute()).toHaveLength(before.length);
+    expect(await deployments.database.db.selectFrom('iap_transactions').select('id').execute()).toHaveLength(before.length);
   });
 
   it('answers apple_root_cert_not_configured without roots, apple_iap_not_configured without a bundle id', async () => {
-    const bare = await deployment({});
-    const rootsOnly = await deployment({ apple_root_cert_path: pki.rootFile });
+    const bare = await deployments.start({});
+    const rootsOnly = await deployments.start({ apple_root_cert_path: pki.rootFile });
     const p = await player();
     const signed = await pki.sign(transaction());
     await refused(p, signed, 'apple_root_cert_not_configured', bare);
@@ -265,7 +262,7 @@ describe('POST /iap/apple', () => {
   });
 
   it('spends the iap bucket, keyed on the player', async () => {
-    const tight = await deployment({ apple_root_cert_path: pki.rootFile, apple_bundle_id: BUNDLE, rate_limits: { iap: { limit: 2, window: 60_000 } } });
+    const tight = await deployments.start({ apple_root_cert_path: pki.rootFile, apple_bundle_id: BUNDLE, rate_limits: { iap: { limit: 2, window: 60_000 } } });
     const [p, other] = [await player(tight), await player(tight)];
     for (let i = 0; i < 2; i++) expect((await submit(p, await pki.sign(transaction()), tight)).status).toBe(200);
     expectError(await submit(p, await pki.sign(transaction()), tight), 429, 'rate_limited');

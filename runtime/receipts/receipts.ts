@@ -66,26 +66,23 @@ export async function claimGoogleReceipt(ctx: Ctx, playerId: string, body: Googl
 async function record(ctx: Ctx, playerId: string, provider: StoreProvider, receipt: VerifiedReceipt<unknown>): Promise<boolean> {
   const transactionId = receipt.transactionId;
   if (transactionId === null) throw new ApiError('iap.missing_transaction_id', 'The verified receipt carries no transaction id.');
-  const holder = () =>
-    ctx.db.selectFrom('iap_transactions').select('player_id').where('provider', '=', provider).where('transaction_id', '=', transactionId).executeTakeFirst();
   let inserted: boolean;
   try {
-    inserted = await ctx.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .insertInto('iap_transactions')
-        .values({
-          id: ctx.ids.uuid(),
-          player_id: playerId,
-          provider,
-          transaction_id: transactionId,
-          original_transaction_id: receipt.originalTransactionId,
-          product_id: receipt.productId,
-        })
-        .onConflict((c) => c.columns(['provider', 'transaction_id']).doNothing())
-        .returning('id')
-        .executeTakeFirst();
-      return row !== undefined;
-    });
+    // One statement, so no transaction around it: the insert is the whole mutation.
+    const row = await ctx.db
+      .insertInto('iap_transactions')
+      .values({
+        id: ctx.ids.uuid(),
+        player_id: playerId,
+        provider,
+        transaction_id: transactionId,
+        original_transaction_id: receipt.originalTransactionId,
+        product_id: receipt.productId,
+      })
+      .onConflict((c) => c.columns(['provider', 'transaction_id']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    inserted = row !== undefined;
   } catch (err) {
     if (databaseFault(err) !== null) throw err;
     // A failed insert may still have lost to a row that exists now; only when none does is it ours to report.
@@ -96,7 +93,12 @@ async function record(ctx: Ctx, playerId: string, provider: StoreProvider, recei
     ctx.log.info('iap_recorded', { provider, player_id: playerId });
     return false;
   }
-  const existing = await holder();
+  const existing = await ctx.db
+    .selectFrom('iap_transactions')
+    .select('player_id')
+    .where('provider', '=', provider)
+    .where('transaction_id', '=', transactionId)
+    .executeTakeFirst();
   if (!existing) throw new ApiError('iap.record_failed', 'The receipt could not be recorded; try again.');
   if (existing.player_id === playerId) return true;
   throw new ApiError('iap.transaction_already_claimed', 'This transaction is already claimed by another account.');

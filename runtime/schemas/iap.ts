@@ -23,7 +23,6 @@ export const AppleReceiptView = z.object({
   expires_date: z.union([z.number().int(), Absent]).meta({ description: 'epoch milliseconds' }),
   quantity: z.number().int(),
   type: z.string().meta({ description: "the store's transaction type; `unknown` when absent" }),
-  /** False only when `expires_date` lies in the past. */
   valid: z.boolean().meta({ description: 'false only when expires_date lies in the past' }),
 });
 export type AppleReceiptView = z.output<typeof AppleReceiptView>;
