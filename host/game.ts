@@ -17,6 +17,8 @@ export interface LoadedGame {
   readonly source: ScriptSource;
   /** Called after a live rescan changed the mode set; returns an unsubscribe function. */
   onChange(listener: (info: GameInfo) => void): () => void;
+  /** Called with the files (paths relative to the directory) whose revision just moved: the watcher hot reload uses, for other readers of the directory. */
+  onFilesChanged(listener: (changed: string[]) => void): void;
   close(): void;
 }
 
@@ -78,6 +80,7 @@ export function loadGameDirectory(dir: string, operatorModes: OperatorModes, log
       listeners.add(listener);
       return () => void listeners.delete(listener);
     },
+    onFilesChanged: (listener) => files.onChange(listener),
     close() {
       files.close();
       listeners.clear();

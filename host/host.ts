@@ -13,6 +13,7 @@ import type { OpenDatabase } from './infra/database';
 import { nodeHandler, TrustedProxies } from './http/adapter';
 import { LiveHost } from './realtime/live';
 import { loadGameDirectory, type LoadedGame } from './game';
+import { GameCatalogue } from './catalogue';
 import type { OperatorModes } from '../runtime/lua/api';
 import { databaseFault } from '../runtime/platform/database';
 import { GuestReaper } from './jobs/guest-reaper';
@@ -68,10 +69,13 @@ export interface RunningServer {
 export async function createHost(options: ServerOptions): Promise<RunningServer> {
   const log = options.log ?? jsonLogger((line) => process.stdout.write(line + '\n'), options.settings.log_level);
   let game: LoadedGame | null = null;
+  let catalogue: GameCatalogue | null = null;
   if (options.gameDir !== undefined) {
     try {
       game = loadGameDirectory(options.gameDir, options.settings.game_modes as OperatorModes, log, { allowEmpty: options.settings.allow_empty_game });
+      catalogue = new GameCatalogue(game, log);
     } catch (err) {
+      game?.close();
       throw new BootRefusal((err as Error).message, { cause: err });
     }
   }
@@ -128,6 +132,8 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   let closing: Promise<void> | null = null;
   const shutdown = new AbortController();
   const readyPromise = migrateWhenReachable({ ...options, database }, ctx.db, log, shutdown.signal).then(async (applied) => {
+    // Routes answer from the catalogue's tables, so they open once it is synced.
+    await catalogue?.start(ctx);
     markReady();
     log.info('migrations_complete', { applied, database: database.kind });
     // Boot reports a known database state: the first probe has answered.

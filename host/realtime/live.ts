@@ -10,7 +10,7 @@ import { ScriptPool } from './match/pool';
 import { Matchmaker } from './matchmaker';
 import { PresenceHost } from './presence';
 import { RpcRegistry, type RpcHandler } from './rpc';
-import { scriptBindings } from './script-bindings';
+import { awaitedScriptBindings, scriptBindings } from './script-bindings';
 import { Gateway } from './gateway';
 
 export interface LiveOptions {
@@ -70,6 +70,7 @@ export class LiveHost implements LiveState {
       memoryBytes: ctx.settings.match_worker_memory_mb * 1024 * 1024,
       rateLimits: ctx.settings.rate_limits,
       bindings: scriptBindings(ctx),
+      awaitedBindings: awaitedScriptBindings(ctx),
       log: ctx.log,
       limits: ctx.limits,
       clock: ctx.clock,

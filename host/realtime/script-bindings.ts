@@ -1,6 +1,7 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
-import type { JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/api';
+import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/api';
+import { economyBindings } from '../../runtime/economy/bindings';
 import { notifyInBackground, type NotificationView } from '../../runtime/social/notifications';
 import type { SessionRegistry } from './sessions';
 
@@ -11,6 +12,11 @@ import type { SessionRegistry } from './sessions';
  */
 export function scriptBindings(ctx: Ctx): ScriptBindings {
   return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx) };
+}
+
+/** The bindings whose answers wait on the database: scripts in worker threads only. */
+export function awaitedScriptBindings(ctx: Ctx): AwaitedBindings {
+  return { economy: economyBindings(ctx) };
 }
 
 /** `game.send`: the player's sockets get `module.message {module: "lua", message}`. */

@@ -6,7 +6,7 @@ import { databaseFault, isoSeconds, type Db } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import type { StoreListingView, StoreQuery } from '../schemas/economy';
 import { addItem, type PlayerItem } from './inventory';
-import { applyChange, CommitAbandoned, openWallet, type CommitGuard } from './wallets';
+import { applyChange, CommitAbandoned, noPlayer, openWallet, type CommitGuard } from './wallets';
 
 /**
  * The store: the catalogue's listings, and buying one. A purchase is one
@@ -44,7 +44,7 @@ export async function listStore(db: Db, q: StoreQuery): Promise<StoreListingView
  * shows it, with the window, so a client can count down to it).
  */
 function refuseUnsellable(l: Listing, now: number): void {
-  const window = (reason: string) => new ApiError('economy.listing_inactive', 'The listing is not on sale.', { reason, listing_id: l.id });
+  const window = (state: string) => new ApiError('economy.listing_inactive', 'The listing is not on sale.', { state, listing_id: l.id });
   if (!l.active) throw window('inactive');
   if (l.valid_from !== null && now < new Date(l.valid_from).getTime()) throw window('not_yet_valid');
   if (l.valid_until !== null && now >= new Date(l.valid_until).getTime()) throw window('expired');
@@ -58,6 +58,7 @@ function refuseUnsellable(l: Listing, now: number): void {
  */
 export async function purchase(ctx: Pick<Ctx, 'db' | 'ids' | 'clock' | 'log'>, playerId: string, listingId: string, guard: CommitGuard = {}): Promise<PlayerItem> {
   if (!isUuid(listingId)) throw new ApiError('economy.listing_not_found', 'No such listing.');
+  if (!isUuid(playerId)) throw noPlayer();
   try {
     return await ctx.db.transaction().execute(async (trx) => {
       const listing = await trx.selectFrom('store_listings').selectAll().where('id', '=', listingId).executeTakeFirst();

@@ -60,7 +60,7 @@ function unknownCurrency(currency: string): ApiError {
   return new ApiError('validation_failed', `The game declares no currency '${currency}'.`, { reason: 'unknown_currency', currency });
 }
 
-function noPlayer(): ApiError {
+export function noPlayer(): ApiError {
   return new ApiError('player.not_found', 'No such player.', { reason: 'player_not_found' });
 }
 

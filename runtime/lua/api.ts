@@ -123,6 +123,20 @@ export type ScriptBinding = (args: JsonValue[], caller: { matchId: string | null
 /** `game.<namespace>.<function>` for a table of bindings, `game.<name>` for a lone one (`notify`). */
 export type ScriptBindings = Record<string, ScriptBinding | Record<string, ScriptBinding>>;
 
+/**
+ * A binding whose answer waits on the database (`game.economy.*`): it runs on
+ * the main thread while the calling script's worker blocks for the answer,
+ * so only scripts in worker threads have it. The worker stops waiting at the
+ * calling callback's deadline; `claim()`, called as the last step before the
+ * change commits, says whether the caller is still waiting and, when true,
+ * holds it until the answer comes. A binding rolls its change back when
+ * `claim()` is false, so a script never misses a change that happened, nor
+ * sees one that did not.
+ */
+export type AwaitedBinding = (args: JsonValue[], caller: { matchId: string | null; mode: string | null }, claim: () => boolean) => Promise<JsonValue>;
+/** `game.<namespace>.<function>`. */
+export type AwaitedBindings = Record<string, Record<string, AwaitedBinding>>;
+
 /** What any game VM may do to the world outside it. */
 export interface ScriptServices {
   log: Logger;

@@ -8,11 +8,11 @@
  */
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { Logger } from '../../../runtime/platform/log';
-import type { JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBinding, ScriptBindings, ScriptRpcResult, ScriptSource } from '../../../runtime/lua/api';
+import type { AwaitedBindings, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBinding, ScriptBindings, ScriptRpcResult, ScriptSource } from '../../../runtime/lua/api';
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
-import { MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type CreateAnswer, type LaneEvent, type WorkerData } from './protocol';
+import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type CreateAnswer, type LaneEvent, type WorkerData } from './protocol';
 import { ScriptRunner, type RunnerOptions } from './runner';
 
 export interface PoolOptions {
@@ -26,6 +26,8 @@ export interface PoolOptions {
   memoryBytes: number;
   rateLimits: Record<RateLimitGroup, RateRule>;
   bindings: ScriptBindings;
+  /** Bindings that wait on the database; scripts on the main thread (`workers: 0`) cannot wait, so only workers get them. */
+  awaitedBindings?: AwaitedBindings;
   log: Logger;
   /** Main-thread services for in-thread mode. */
   limits: RateLimiter;
@@ -64,9 +66,14 @@ export class ScriptPool {
   #closing = false;
   readonly #restartDelay = new Map<number, number>();
   readonly #shape: BindingShape;
+  readonly #awaited: AwaitedBindings;
 
   constructor(private readonly options: PoolOptions) {
-    this.#shape = bindingShape(options.bindings);
+    this.#awaited = options.awaitedBindings ?? {};
+    this.#shape = bindingShape(options.bindings, this.#awaited);
+    if (options.workers === 0 && Object.keys(this.#awaited).length > 0) {
+      options.log.warn('script_bindings_unavailable', { namespaces: Object.keys(this.#awaited), reason: 'match_workers is 0: scripts on the main thread cannot wait for the database' });
+    }
     const count = options.workers === 0 ? 1 : options.workers;
     for (let i = 0; i < count; i++) this.#lanes.push(options.workers === 0 ? this.#inlineLane(i) : this.#workerLane(i));
   }
@@ -221,7 +228,7 @@ export class ScriptPool {
   }
 
   #spawn(lane: Lane): Worker {
-    const signal = new SharedArrayBuffer(4);
+    const signal = new SharedArrayBuffer(8);
     const flag = new Int32Array(signal);
     const { port1, port2 } = new MessageChannel();
     const data: WorkerData = {
@@ -247,10 +254,15 @@ export class ScriptPool {
     });
     const started = Date.now();
     port1.on('message', (call: BindingCall) => {
-      const answer: BindingAnswer = { seq: call.seq, result: this.#invoke(call) };
-      port1.postMessage(answer);
-      Atomics.store(flag, 0, 1);
-      Atomics.notify(flag, 0);
+      const answer = (result: JsonValue) => {
+        port1.postMessage({ seq: call.seq, result } satisfies BindingAnswer);
+        Atomics.store(flag, ANSWERED, 1);
+        Atomics.notify(flag, ANSWERED);
+      };
+      const claim = () => Atomics.compareExchange(flag, CLAIM, call.seq, -call.seq) === call.seq;
+      const result = this.#invoke(call, claim);
+      if (result instanceof Promise) void result.then(answer);
+      else answer(result);
     });
     worker.on('message', (events: LaneEvent[]) => this.#deliver(lane, events));
     worker.on('error', (err) => this.options.log.error('script_worker_failed', { worker: lane.index, error: err }));
@@ -288,23 +300,32 @@ export class ScriptPool {
   }
 
   /** Runs a binding a worker's script called; a binding that throws answers an error envelope. */
-  #invoke(call: BindingCall): JsonValue {
+  #invoke(call: BindingCall, claim: () => boolean): JsonValue | Promise<JsonValue> {
     const [name, fn] = call.path;
+    const failed = (err: unknown): JsonValue => {
+      this.options.log.error('script_binding_failed', { binding: call.path.join('.'), error: err });
+      return { error: 'internal' };
+    };
+    const awaited = fn !== undefined ? this.#awaited[name!]?.[fn] : undefined;
+    if (awaited) return awaited(call.args, call.caller, claim).catch(failed);
     const entry = this.options.bindings[name!];
     const binding: ScriptBinding | undefined = typeof entry === 'function' ? entry : fn !== undefined ? entry?.[fn] : undefined;
     if (!binding) return { error: 'unknown_binding' };
     try {
       return binding(call.args, call.caller);
     } catch (err) {
-      this.options.log.error('script_binding_failed', { binding: call.path.join('.'), error: err });
-      return { error: 'internal' };
+      return failed(err);
     }
   }
 }
 
-function bindingShape(bindings: ScriptBindings): BindingShape {
+function bindingShape(bindings: ScriptBindings, awaited: AwaitedBindings): BindingShape {
   const shape: BindingShape = {};
   for (const [name, entry] of Object.entries(bindings)) shape[name] = typeof entry === 'function' ? true : Object.keys(entry);
+  for (const [name, entry] of Object.entries(awaited)) {
+    const known = shape[name];
+    shape[name] = [...(Array.isArray(known) ? known : []), ...Object.keys(entry)];
+  }
   return shape;
 }
 

@@ -70,9 +70,18 @@ export interface WorkerData {
   bindings: BindingShape;
   /** Port the binding calls go out on and their answers come back on. */
   port: MessagePort;
-  /** One Int32: the main thread sets it to 1 and notifies once an answer is posted. */
+  /**
+   * Two Int32s. `ANSWERED`: the main thread sets it to 1 and notifies once an
+   * answer is posted. `CLAIM`: the sequence number of the call the worker is
+   * waiting on; the main thread swaps it for its negative before an awaited
+   * binding commits, the worker for 0 when it stops waiting; whichever swap
+   * fails learns the other side's choice.
+   */
   signal: SharedArrayBuffer;
 }
+
+export const ANSWERED = 0;
+export const CLAIM = 1;
 
 /** Exit code of a worker that ended itself over its memory ceiling. */
 export const MEMORY_EXIT_CODE = 75;

@@ -11,7 +11,7 @@ import { systemClock } from '../../../runtime/contracts/context';
 import { uuidv7Source } from '../../../runtime/platform/ids';
 import { watchGameFiles } from '../../game';
 import { WindowLimiter } from '../../infra/rate-limiter';
-import { MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
+import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
 import { heapInUse, ScriptRunner } from './runner';
 
 const data = workerData as WorkerData;
@@ -22,25 +22,39 @@ let seq = 0;
  * A binding call blocks this thread until the main thread answers, at most
  * until the calling callback's deadline (it is stopped then anyway). The
  * main thread runs no scripts, so it answers within a fraction of a
- * millisecond unless it is overloaded. A late answer is recognised by its
- * sequence number and dropped.
+ * millisecond unless it is overloaded, or within a database round trip for
+ * an awaited binding. A late answer is recognised by its sequence number and
+ * dropped. At the deadline the call is given up only if the main thread has
+ * not claimed it to commit a change; a claimed call is waited for, so the
+ * script learns of every change it made (the callback still fails on its
+ * deadline right after).
  */
 function callMain(path: string[], args: JsonValue[], caller: BindingCall['caller']): JsonValue {
   const call: BindingCall = { seq: ++seq, path, args, caller };
-  Atomics.store(signal, 0, 0);
+  Atomics.store(signal, ANSWERED, 0);
+  Atomics.store(signal, CLAIM, call.seq);
   data.port.postMessage(call);
-  const deadline = runningDeadline();
+  let deadline = runningDeadline();
+  let claimed = false;
   for (;;) {
     const left = deadline - Date.now();
-    if (left <= 0) return { error: 'binding_timeout' };
-    Atomics.wait(signal, 0, 0, left);
-    Atomics.store(signal, 0, 0);
+    if (left <= 0) {
+      if (claimed || Atomics.compareExchange(signal, CLAIM, call.seq, 0) === call.seq) return { error: 'binding_timeout' };
+      claimed = true;
+      deadline = Date.now() + CLAIMED_WAIT_MS;
+      continue;
+    }
+    Atomics.wait(signal, ANSWERED, 0, left);
+    Atomics.store(signal, ANSWERED, 0);
     for (let m = receiveMessageOnPort(data.port); m; m = receiveMessageOnPort(data.port)) {
       const answer = m.message as BindingAnswer;
       if (answer.seq === call.seq) return answer.result;
     }
   }
 }
+
+/** How long a claimed call is waited for past the deadline: a commit settles within the database's statement timeout; this only outlasts a main thread that stopped answering. */
+const CLAIMED_WAIT_MS = 30_000;
 
 function proxyBindings(shape: BindingShape): ScriptBindings {
   const out: ScriptBindings = {};
