@@ -8,7 +8,7 @@ import { ApiError } from '../runtime/contracts/errors';
 import { jsonLogger, type Logger } from '../runtime/platform/log';
 import { migrateToLatest } from '../runtime/platform/migrate';
 import { guestsEnabled } from '../runtime/accounts/guests';
-import type { Settings } from '../runtime/contracts/settings';
+import { SettingsError, type Settings } from '../runtime/contracts/settings';
 import type { OpenDatabase } from './infra/database';
 import { nodeHandler, TrustedProxies } from './http/adapter';
 import { LiveHost } from './realtime/live';
@@ -83,7 +83,16 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   const database = typeof options.database === 'function' ? await options.database() : options.database;
   const declarations = options.game ?? (loaded ? { registration: () => loaded.info.registration, guestAuth: () => loaded.info.guestAuth } : undefined);
   const live = new LiveHost(loaded ? { game: loaded } : {});
-  const { ctx, limits, watch, markReady } = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live });
+  let context: Awaited<ReturnType<typeof createContext>>;
+  try {
+    context = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live });
+  } catch (err) {
+    loaded?.close();
+    // A setting that names a file (a trust anchor, store roots, a service-account key) is read here.
+    if (err instanceof SettingsError) throw new BootRefusal(err.message, { cause: err });
+    throw err;
+  }
+  const { ctx, limits, watch, markReady } = context;
   watch?.start();
   const ids = ctx.ids;
   log.info('guest_auth', {

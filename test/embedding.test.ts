@@ -110,5 +110,14 @@ describe('the handler library embedded in workerd', () => {
     expect(await me.json()).toMatchObject({ id: pair.player_id, username: 'embedded_1' });
     const anonymous = await mf.dispatchFetch(`http://svc.example/api/v1/players/${pair.player_id}`);
     expect(anonymous.status).toBe(401);
+    // Every member of the Ctx is the host's: receipts with no store configured answer as the spec says.
+    const text = JSON.stringify({ signed_transaction: 'a.b.c' });
+    const receipt = await mf.dispatchFetch('http://svc.example/api/v1/iap/apple', {
+      method: 'POST',
+      body: text,
+      headers: { authorization: `Bearer ${pair.access_token}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) },
+    });
+    expect(receipt.status).toBe(422);
+    expect(((await receipt.json()) as { error: { code: string; details: { reason: string } } }).error).toMatchObject({ code: 'iap.verification_failed', details: { reason: 'apple_root_cert_not_configured' } });
   });
 });

@@ -121,7 +121,9 @@ describe('store settings', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(failed).not.toBeNull();
-    expect(failed!.code).not.toBe(0);
-    expect(failed!.stderr).toContain("'apple_root_cert_path'");
+    // A refused boot: exit 2 and one line naming the setting, no stack trace.
+    expect(failed!.code).toBe(2);
+    expect(failed!.stderr.trim().split('\n').filter((l) => l.startsWith('svc: '))).toEqual([expect.stringContaining("'apple_root_cert_path'")]);
+    expect(failed!.stderr).not.toMatch(/^\s+at /m);
   }, 90_000);
 });
