@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../runtime/accounts/passwords';
+import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
+import { grant } from '../runtime/economy/wallets';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 import { TestSocket } from './support/ws-client';
@@ -189,6 +191,26 @@ describe('POST /players/me/erase', () => {
     // Other routes and other players are unaffected.
     expect((await profile(p)).status).toBe(200);
     expect((await erase(other.access_token, { password: other.password })).status).toBe(200);
+  });
+
+  it("takes the player's wallets, ledger and inventory along, and nobody else's", async () => {
+    await syncCatalogue(s.ctx, parseCatalogue(JSON.stringify({ currencies: [{ code: 'gold' }], items: [{ slug: 'gem', name: 'Gem', category: 'loot' }], listings: [{ slug: 'gem_gold', item: 'gem', currency: 'gold', price: 3 }] })));
+    const listing = await s.ctx.db.selectFrom('store_listings').select('id').where('slug', '=', 'gem_gold').executeTakeFirstOrThrow();
+    const [p, other] = [await registerPlayer(s), await registerPlayer(s)];
+    for (const who of [p, other]) {
+      await grant(s.ctx, { playerId: who.player_id, currency: 'gold', amount: 10, reason: 'test_credit' });
+      expect((await s.call('POST', '/api/v1/store/purchase', { token: who.access_token, body: { listing_id: listing.id } })).status).toBe(200);
+    }
+    const holdings = async (playerId: string) => {
+      const wallets = await s.ctx.db.selectFrom('wallets').select('id').where('player_id', '=', playerId).execute();
+      const ledger = wallets.length === 0 ? [] : await s.ctx.db.selectFrom('transactions').select('id').where('wallet_id', 'in', wallets.map((w) => w.id)).execute();
+      const items = await s.ctx.db.selectFrom('player_items').select('id').where('player_id', '=', playerId).execute();
+      return { wallets: wallets.length, ledger: ledger.length, items: items.length };
+    };
+    expect(await holdings(p.player_id)).toEqual({ wallets: 1, ledger: 2, items: 1 });
+    expect((await erase(p.access_token, { password: p.password })).status).toBe(200);
+    expect(await holdings(p.player_id)).toEqual({ wallets: 0, ledger: 0, items: 0 });
+    expect(await holdings(other.player_id)).toEqual({ wallets: 1, ledger: 2, items: 1 });
   });
 
   it('needs a session; the subject is never taken from the request', async () => {
