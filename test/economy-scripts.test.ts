@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from './support/accounts';
 import { ledgerMismatches } from './support/economy';
@@ -221,6 +222,30 @@ describe('game.economy from a script', () => {
       expect(inline.logs.some((l) => l.event === 'script_bindings_unavailable')).toBe(true);
     } finally {
       await inline.close();
+    }
+  });
+});
+
+describe('the demo game', () => {
+  it('sells its catalogue and pays the arena winner 10 coins', async () => {
+    const demo = await startTestServer({ matchmaker_tick_ms: 50, match_workers: 1 }, { gameDir: path.resolve(__dirname, '../examples/demo-game') });
+    try {
+      const [a, b] = [await connectPlayer(demo), await connectPlayer(demo)];
+      const store = await demo.call('GET', '/api/v1/store', { token: a.token });
+      expect(store.body.listings.map((l: { currency: string; price: number }) => `${l.price} ${l.currency}`)).toEqual(['50 coins', '10 coins', '5 gems']);
+      await a.socket.request('matchmaker.add', { mode: 'arena' });
+      await b.socket.request('matchmaker.add', { mode: 'arena' });
+      await a.socket.next('match.matched');
+      await b.socket.next('match.matched');
+      // b walks away: a wins by forfeit.
+      await b.socket.request('match.leave');
+      expect((await a.socket.next('match.finished')).payload.result).toEqual({ winner: a.playerId, reason: 'forfeit' });
+      const wallet = await demo.call('GET', '/api/v1/wallets/coins/history', { token: a.token });
+      expect(wallet.body.transactions).toMatchObject([{ amount: 10, balance_after: 10, reason: 'arena_win' }]);
+      a.socket.close();
+      b.socket.close();
+    } finally {
+      await demo.close();
     }
   });
 });

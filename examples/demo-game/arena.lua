@@ -32,8 +32,18 @@ local function place_coin(state)
   state.coin = { x = random(0, SIZE - 1), y = random(0, SIZE - 1) }
 end
 
+-- The winner's prize: coins in their wallet (catalogue.json declares the
+-- currency; the store sells boots and magnets for them). game.economy
+-- answers {ok = wallet} or {error = reason}; a prize that cannot be paid
+-- is logged, never fatal to the match.
+local PRIZE = 10
+
 local function finish(state, result)
   state._finished = true
+  if result.winner and game.economy then
+    local paid = game.economy.grant(result.winner, "coins", PRIZE, "arena_win")
+    if paid.error then game.log("warn", "prize not paid", { reason = paid.error }) end
+  end
   state._result = result
 end
 
