@@ -15,11 +15,12 @@ import { matchRoutes } from './routes/matches';
 import { notificationRoutes } from './routes/social/notifications';
 import { playerRoutes } from './routes/players';
 import { rpcRoutes } from './routes/rpc';
+import { saveRoutes } from './routes/saves';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes);
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...saveRoutes);
   return routes;
 }
 

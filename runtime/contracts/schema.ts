@@ -230,6 +230,31 @@ export interface PlayerItemsTable {
   updated_at: Timestamp;
 }
 
+export interface CloudSavesTable {
+  id: string;
+  player_id: string;
+  slot: string;
+  data: Json<unknown>;
+  /** 1 at creation, +1 per write; a write naming another version is refused. */
+  version: number;
+  updated_at: Timestamp;
+}
+
+export interface StorageTable {
+  id: string;
+  collection: string;
+  key: string;
+  /** Null for the owner-less namespace only game scripts reach. */
+  player_id: string | null;
+  value: Json<unknown>;
+  version: number;
+  read_perm: StoragePerm;
+  write_perm: StoragePerm;
+  updated_at: Timestamp;
+}
+
+export type StoragePerm = 'public' | 'owner';
+
 export interface Database {
   players: PlayersTable;
   player_identities: PlayerIdentitiesTable;
@@ -250,4 +275,6 @@ export interface Database {
   store_listings: StoreListingsTable;
   player_items: PlayerItemsTable;
   iap_transactions: IapTransactionsTable;
+  cloud_saves: CloudSavesTable;
+  storage: StorageTable;
 }

@@ -195,6 +195,8 @@ const rawSchema = z
     allow_empty_game: z.boolean().default(false),
     /** Embedded database only: compile its WebAssembly with V8's baseline tier alone (about 50 MB less memory, slower queries). */
     embedded_memory_saver: z.boolean().default(true),
+    /** Cloud saves and storage objects: false makes every `/saves` and `/storage` route answer 404 and leaves `game.storage` out of scripts. */
+    storage: z.boolean().default(true),
     /** Development aid: check every REST answer and socket reply against its declared schema; a mismatch answers 500 `internal`. */
     response_checks: z.boolean().default(false),
   })

@@ -1,0 +1,53 @@
+import { ApiError } from '../../runtime/contracts/errors';
+import type { Ctx } from '../../runtime/contracts/context';
+import { listSaves, readSave, writeSave } from '../../runtime/saves/saves';
+import { CloudSave, SaveList, SaveWrite, SlotPath } from '../../runtime/schemas/saves';
+import { route, type Route } from '../contract';
+
+/** With the `storage` setting off, saves do not exist: every route answers as for an empty slot. */
+function savesOn(ctx: Ctx): void {
+  if (!ctx.settings.storage) throw new ApiError('save.not_found', 'Cloud saves are switched off on this server.');
+}
+
+/** Cloud saves (rest-payloads 17). */
+export const saveRoutes: Route[] = [
+  route({
+    method: 'GET',
+    path: '/api/v1/saves',
+    summary: "The caller's save slots: name, version and last write, without the data",
+    tag: 'saves',
+    auth: 'player',
+    rate: 'api',
+    precondition: savesOn,
+    response: SaveList,
+    errors: ['save.not_found'],
+    handle: async ({ ctx, player }) => ({ saves: await listSaves(ctx.db, player.playerId) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/v1/saves/:slot',
+    summary: 'One save slot with its data',
+    tag: 'saves',
+    auth: 'player',
+    rate: 'api',
+    precondition: savesOn,
+    params: SlotPath,
+    response: CloudSave,
+    errors: ['save.not_found'],
+    handle: ({ ctx, player, params }) => readSave(ctx.db, player.playerId, params.slot),
+  }),
+  route({
+    method: 'PUT',
+    path: '/api/v1/saves/:slot',
+    summary: 'Create or replace a save slot; with `version`, only if the slot is still at that version',
+    tag: 'saves',
+    auth: 'player',
+    rate: 'api',
+    precondition: savesOn,
+    params: SlotPath,
+    body: SaveWrite,
+    response: CloudSave,
+    errors: ['save.not_found', 'save.too_large', 'save.version_conflict', 'save.slot_limit_reached'],
+    handle: ({ ctx, player, params, body }) => writeSave(ctx, player.playerId, params.slot, body),
+  }),
+];
