@@ -104,13 +104,9 @@ export async function applyChange(trx: Trx, ids: Ctx['ids'], wallet: Wallet, cha
     throw new ApiError('validation_failed', `A balance cannot exceed ${MAX_BALANCE}.`, { reason: 'balance_overflow', balance: wallet.balance, amount: change.amount });
   }
   const now = new Date();
-  const updated = await trx
-    .updateTable('wallets')
-    .set({ balance, updated_at: now })
-    .where('id', '=', wallet.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  // One statement for the balance and its ledger row: the wallet is locked, so the new balance is known.
   await trx
+    .with('changed', (db) => db.updateTable('wallets').set({ balance, updated_at: now }).where('id', '=', wallet.id))
     .insertInto('transactions')
     .values({
       id: ids.uuid(),
@@ -124,7 +120,7 @@ export async function applyChange(trx: Trx, ids: Ctx['ids'], wallet: Wallet, cha
       inserted_at: now,
     })
     .execute();
-  return updated;
+  return { ...wallet, balance, updated_at: now };
 }
 
 export interface WalletChange {
