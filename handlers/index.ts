@@ -16,5 +16,7 @@ export { passwordHasher } from '../runtime/accounts/passwords';
 export { offlineLive } from '../runtime/platform/offline-live';
 // `new ProfileCache(0)` reads every profile from the database; a TTL caches them per isolate.
 export { ProfileCache } from '../runtime/players/profile-cache';
+// Boards live in the isolate's memory; without a host job nothing writes them to the table.
+export { Leaderboards } from '../runtime/leaderboards/leaderboards';
 // Store receipts over the embedding host's fetch; the first store needs a certificate chain the host supplies (null: not configured).
 export { createReceiptVerifiers } from '../runtime/receipts/stores';

@@ -9,6 +9,7 @@ import { guestRoutes } from './routes/guest';
 import { healthRoutes } from './routes/health';
 import type { Route } from './contract';
 import { iapRoutes } from './routes/iap';
+import { leaderboardRoutes } from './routes/leaderboards';
 import { identityRoutes } from './routes/identities';
 import { matchmakerRoutes } from './routes/matchmaker';
 import { matchRoutes } from './routes/matches';
@@ -21,7 +22,7 @@ import { storageRoutes } from './routes/storage';
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...saveRoutes, ...storageRoutes);
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes);
   return routes;
 }
 

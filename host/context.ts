@@ -16,6 +16,7 @@ import { readStoreCredentials } from './infra/store-credentials';
 import { TokenCache } from './infra/token-cache';
 import { TokenLookups } from './infra/token-lookups';
 import { ProfileCache } from '../runtime/players/profile-cache';
+import { Leaderboards } from '../runtime/leaderboards/leaderboards';
 
 export interface ContextOptions {
   settings: Settings;
@@ -94,6 +95,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     live: options.live,
     identity,
     receipts,
+    leaderboards: new Leaderboards(settings),
   };
   return { ctx, limits, watch, markReady: () => (ready = true) };
 }

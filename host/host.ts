@@ -18,6 +18,7 @@ import type { OperatorModes } from '../runtime/lua/api';
 import { databaseFault } from '../runtime/platform/database';
 import { GuestReaper } from './jobs/guest-reaper';
 import { TokenSweeper } from './jobs/token-sweeper';
+import { LeaderboardFlush } from './jobs/leaderboard-flush';
 
 export interface ServerOptions {
   settings: Settings;
@@ -56,6 +57,8 @@ export interface RunningServer {
   /** Runs on its interval when `guest_reap_after` is set; `sweep()` runs one pass now. */
   guestReaper: GuestReaper;
   tokenSweeper: TokenSweeper;
+  /** Writes changed leaderboard entries on its interval and at shutdown; `flush()` runs one pass now. */
+  leaderboardFlush: LeaderboardFlush;
   /** Registers work to do on shutdown (close sockets, stop loops) before the database closes. */
   onShutdown(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
@@ -140,9 +143,12 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
 
   let closing: Promise<void> | null = null;
   const shutdown = new AbortController();
+  const leaderboardFlush = new LeaderboardFlush(ctx);
   const readyPromise = migrateWhenReachable({ ...options, database }, ctx.db, log, shutdown.signal).then(async (applied) => {
     // Routes answer from the catalogue's tables, so they open once it is synced.
     await catalogue?.start(ctx);
+    // Reads answer from the boards, so they are back before the routes open.
+    await leaderboardFlush.reload();
     markReady();
     log.info('migrations_complete', { applied, database: database.kind });
     // Boot reports a known database state: the first probe has answered.
@@ -155,11 +161,14 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   readyPromise.then(() => guestReaper.start(), () => {});
   const tokenSweeper = new TokenSweeper(ctx);
   readyPromise.then(() => tokenSweeper.start(), () => {});
+  readyPromise.then(() => leaderboardFlush.start(), () => {});
 
   const hooks: (() => Promise<void> | void)[] = [];
   // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
   live.start(ctx, server);
   hooks.push(() => live.close());
+  // After the matches stopped: their scripts' last scores are in.
+  hooks.push(() => leaderboardFlush.stop());
   hooks.push(() => guestReaper.stop());
   hooks.push(() => tokenSweeper.stop());
   if (loaded) hooks.push(() => loaded.close());
@@ -173,6 +182,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     ready: readyPromise,
     guestReaper,
     tokenSweeper,
+    leaderboardFlush,
     onShutdown: (hook) => void hooks.push(hook),
     close() {
       closing ??= (async () => {

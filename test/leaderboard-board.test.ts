@@ -130,13 +130,16 @@ describe('in-memory leaderboard against a sorted array', () => {
     board.submit(a, 7n, 0n, 2);
     board.submit(b, 1n, 0n, 3);
     expect(board.dirtyCount).toBe(2);
-    expect(board.takeDirty().map((row) => [row.playerId, row.score])).toEqual([[a, 7n], [b, 1n]]);
-    expect(board.takeDirty()).toEqual([]);
+    expect(board.takeDirty(0, 1).rows.map((row) => [row.playerId, row.score])).toEqual([[a, 7n]]);
+    const rest = board.takeDirty(1, 10);
+    expect(rest.rows.map((row) => [row.playerId, row.score])).toEqual([[b, 1n]]);
+    expect(rest.next).toBe(-1);
+    expect(board.takeDirty(0, 10)).toEqual({ rows: [], next: -1 });
     // A worse score under `best` changes nothing, so nothing is written.
     board.submit(a, 3n, 0n, 4);
     expect(board.dirtyCount).toBe(0);
     board.markDirty([a, '00000000-0000-7000-8000-0000000000ff']);
-    expect(board.takeDirty().map((row) => row.playerId)).toEqual([a]);
+    expect(board.takeDirty(0, 10).rows.map((row) => row.playerId)).toEqual([a]);
     board.load({ playerId: b, score: 9n, subScore: 0n, updatedAt: 5 });
     expect(board.dirtyCount).toBe(0);
     expect(board.top(1)[0]).toMatchObject({ playerId: b, score: 9n, rank: 1 });

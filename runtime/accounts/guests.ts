@@ -311,6 +311,6 @@ export async function eraseInactiveGuest(ctx: Ctx, playerId: string, cutoff: Dat
     await erasePlayer(trx, playerId);
     return 'deleted' as const;
   });
-  if (outcome === 'deleted') await afterCommit(ctx, { kind: 'player_sessions_ended', playerId });
+  if (outcome === 'deleted') await afterCommit(ctx, { kind: 'player_sessions_ended', playerId }, { kind: 'player_erased', playerId });
   return outcome;
 }

@@ -9,6 +9,7 @@ import type { PasswordHasher } from '../accounts/passwords';
 import type { LiveMatches, LiveMatchmaker } from '../matches/matches';
 import type { LivePresence } from '../social/presence';
 import type { ReceiptVerifiers } from '../receipts/stores';
+import type { Leaderboards } from '../leaderboards/leaderboards';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
 
 /**
@@ -60,6 +61,8 @@ export interface Ctx {
    * credentials at boot.
    */
   receipts: ReceiptVerifiers;
+  /** This node's leaderboards, in memory (runtime/leaderboards/); the host writes them to the table on an interval. */
+  leaderboards: Leaderboards;
 }
 
 /** What REST handlers and other host services may reach of the real-time host. */

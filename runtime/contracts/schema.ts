@@ -255,6 +255,17 @@ export interface StorageTable {
 
 export type StoragePerm = 'public' | 'owner';
 
+export interface LeaderboardEntriesTable {
+  id: string;
+  leaderboard_id: string;
+  player_id: string;
+  /** 64-bit: select it as text (the drivers read int8 as a JavaScript number), write a decimal string. */
+  score: ColumnType<number, string, string>;
+  sub_score: ColumnType<number, string | undefined, string>;
+  metadata: Json;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   players: PlayersTable;
   player_identities: PlayerIdentitiesTable;
@@ -275,6 +286,7 @@ export interface Database {
   store_listings: StoreListingsTable;
   player_items: PlayerItemsTable;
   iap_transactions: IapTransactionsTable;
+  leaderboard_entries: LeaderboardEntriesTable;
   cloud_saves: CloudSavesTable;
   storage: StorageTable;
 }

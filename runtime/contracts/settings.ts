@@ -197,6 +197,16 @@ const rawSchema = z
     embedded_memory_saver: z.boolean().default(true),
     /** Cloud saves and storage objects: false makes every `/saves` and `/storage` route answer 404 and leaves `game.storage` out of scripts. */
     storage: z.boolean().default(true),
+    /** How often changed leaderboard entries are written to the table (the first write comes within 30 s of boot); a crash loses at most this much. */
+    leaderboard_flush_interval_ms: positiveInt.max(3_600_000).default(30_000),
+    /** Boards players may submit to over REST: board ids, or `all`; game scripts always may. */
+    leaderboard_client_submit: z.union([z.literal('all'), z.array(z.string().min(1).max(255))]).default([]),
+    /** Live boards on this node; a submission that would open one more answers 503 `leaderboard.capacity_reached`. */
+    leaderboard_max_boards: positiveInt.default(1000),
+    /** Per board: `order` (`desc` puts the highest score first) and `operator` (`best` keeps the better score, `set` replaces, `incr` adds). */
+    leaderboards: z
+      .record(z.string().min(1).max(255), z.object({ order: z.enum(['desc', 'asc']).default('desc'), operator: z.enum(['best', 'set', 'incr']).default('best') }).strict())
+      .default({}),
     /** Development aid: check every REST answer and socket reply against its declared schema; a mismatch answers 500 `internal`. */
     response_checks: z.boolean().default(false),
   })

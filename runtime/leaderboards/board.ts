@@ -165,17 +165,21 @@ export class Board {
     return true;
   }
 
-  /** The entries changed since the last call, now counted clean. */
-  takeDirty(): EntryRow[] {
+  /**
+   * Up to `max` entries changed since they were last taken, scanning slots
+   * from `from`; they count clean from now. `next` is where the following
+   * call scans from, or -1 once the scan reached the end.
+   */
+  takeDirty(from: number, max: number): { rows: EntryRow[]; next: number } {
     const rows: EntryRow[] = [];
-    if (this.#dirtyCount === 0) return rows;
-    for (let slot = 0; slot < this.#next; slot++) {
+    let slot = from;
+    for (; slot < this.#next && rows.length < max && this.#dirtyCount > 0; slot++) {
       if (!this.#dirty[slot]) continue;
       this.#dirty[slot] = 0;
+      this.#dirtyCount--;
       rows.push(this.#row(slot));
     }
-    this.#dirtyCount = 0;
-    return rows;
+    return { rows, next: slot < this.#next && this.#dirtyCount > 0 ? slot : -1 };
   }
 
   /** Counts players' entries dirty again (a flush that failed); players no longer on the board are skipped. */

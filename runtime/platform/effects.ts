@@ -12,6 +12,8 @@ import type { Ctx } from '../contracts/context';
 export type Effect =
   /** Every session of the player ended (erasure, ban, password change): its tokens leave the cache and its sockets close. */
   | { kind: 'player_sessions_ended'; playerId: string }
+  /** The player was erased: node-local state keyed on them (leaderboard entries) goes too. Comes with `player_sessions_ended`. */
+  | { kind: 'player_erased'; playerId: string }
   /** These access tokens were revoked (logout, refresh-token reuse): their cache entries go and the sockets they opened close. */
   | { kind: 'tokens_revoked'; playerIds: readonly string[]; tokenIds: readonly string[]; accessToken?: string | null }
   /** The player's public profile changed: cached copies go. */
@@ -24,13 +26,16 @@ export type Effect =
   | { kind: 'message_stored'; push: ChatPush; recipientId: string | null };
 
 /** The one subscriber: applies committed effects to the live state of this node. */
-export async function afterCommit(ctx: Pick<Ctx, 'auth' | 'live' | 'profiles'>, ...effects: Effect[]): Promise<void> {
+export async function afterCommit(ctx: Pick<Ctx, 'auth' | 'live' | 'profiles' | 'leaderboards'>, ...effects: Effect[]): Promise<void> {
   for (const effect of effects) {
     switch (effect.kind) {
       case 'player_sessions_ended':
         ctx.auth.evictPlayer(effect.playerId);
         ctx.profiles.evict(effect.playerId);
         ctx.live.disconnect(effect.playerId);
+        break;
+      case 'player_erased':
+        ctx.leaderboards.erase(effect.playerId);
         break;
       case 'tokens_revoked':
         if (effect.accessToken) await ctx.auth.evictToken(effect.accessToken);

@@ -48,7 +48,7 @@ export async function findPlayersByUsername(ctx: Pick<Ctx, 'db'>, username: stri
 }
 
 /** Applies a profile update; omitted keys stay as they are. */
-export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'auth' | 'live' | 'profiles'>, id: string, update: ProfileUpdate): Promise<Player> {
+export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'auth' | 'live' | 'profiles' | 'leaderboards'>, id: string, update: ProfileUpdate): Promise<Player> {
   const { metadata, ...text } = update;
   const changes = { ...text, ...(metadata !== undefined ? { metadata: jsonb(metadata) } : {}) };
   const row = await ctx.db
@@ -118,6 +118,6 @@ export async function eraseSelf(ctx: Ctx, playerId: string, { password }: EraseC
     throw new ApiError('player.credentials_changed', 'The password changed during the request; nothing was deleted. Retry.');
   }
   // The erased player's live sockets go with the tokens.
-  await afterCommit(ctx, { kind: 'player_sessions_ended', playerId });
+  await afterCommit(ctx, { kind: 'player_sessions_ended', playerId }, { kind: 'player_erased', playerId });
   ctx.log.info('player_erased', { player_id: playerId, via: 'self' });
 }

@@ -31,7 +31,7 @@ export function idOf(notFound: ErrorCode, what = 'record'): z.ZodType<string, st
 export const Text = z.string().refine(isStorableText, UNSTORABLE_TEXT);
 
 /** Query values arrive as text; a repeated key reads as its first value (the adapter does that). */
-function clampedInt(fallback: number, min: number, max: number) {
+export function clampedInt(fallback: number, min: number, max: number) {
   return z
     .string()
     .optional()
