@@ -4,6 +4,7 @@ import { ApiError } from '../contracts/errors';
 import type { Database, StoragePerm, StorageTable } from '../contracts/schema';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
+import type { CommitGuard } from '../economy/wallets';
 import { newestFirst } from '../platform/pages';
 import type { CollectionQuery, StorageObjectView, StorageWrite } from '../schemas/storage';
 
@@ -26,9 +27,6 @@ registerErasable({ table: 'storage', column: 'player_id', mode: 'delete' });
 
 export type StoredRow = Selectable<StorageTable>;
 type Trx = Transaction<Database>;
-
-/** What a mutation's caller runs last inside the transaction; a throw rolls the write back (a script that stopped waiting). */
-export type BeforeCommit = () => void;
 
 /** A row owned by a player, as REST answers it. */
 export function objectView(row: StoredRow): StorageObjectView {
@@ -77,7 +75,7 @@ export async function putObject(
   a: ObjectAddress,
   value: unknown,
   perms?: { read: StoragePerm; write: StoragePerm },
-  beforeCommit?: BeforeCommit,
+  guard: CommitGuard = {},
 ): Promise<StoredRow> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction().execute(async (trx) => {
@@ -106,7 +104,7 @@ export async function putObject(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    beforeCommit?.();
+    guard.beforeCommit?.();
     return row;
   });
 }
