@@ -68,7 +68,8 @@ function frameFailure(schema: z.ZodType, issues: readonly Issue[], type: string,
   if (issue.path.length === 0) return new FrameError(rules.notObject ?? 'invalid_payload', { message: `${type} takes an object payload.` });
   const field = String(issue.path[0]);
   const rule = fieldRuleOf(schema, field);
-  const absent = issue.code === 'invalid_type' && issue.path.length === 1 && isPlainObject(payload) && payload[field] === undefined;
+  // A union (a string or a list) reports an absent key as `invalid_union`, not `invalid_type`.
+  const absent = (issue.code === 'invalid_type' || issue.code === 'invalid_union') && issue.path.length === 1 && isPlainObject(payload) && payload[field] === undefined;
   const reason = absent ? (rule?.absentReason ?? rules.missing) : (rule?.invalidReason ?? rules.invalid ?? 'invalid_payload');
   const message = absent ? `${type} needs ${field}.` : `${field}: ${issue.message}`;
   // The message names the field; details stay as the wire fixes them (`{reason}` for ws.request_failed).

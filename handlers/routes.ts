@@ -18,12 +18,13 @@ import { playerRoutes } from './routes/players';
 import { rpcRoutes } from './routes/rpc';
 import { saveRoutes } from './routes/saves';
 import { voteRoutes } from './routes/votes';
+import { voteRoutes } from './routes/votes';
 import { storageRoutes } from './routes/storage';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...voteRoutes);
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...voteRoutes, ...voteRoutes);
   return routes;
 }
 

@@ -7,6 +7,7 @@ import * as m0022 from './0022_receipts';
 import * as m0024 from './0024_leaderboards';
 import * as m0023 from './0023_saves_storage';
 import * as m0025 from './0025_votes';
+import * as m0025 from './0025_votes';
 
 /**
  * Every migration, in order. Imported statically so the bundle carries them;
@@ -26,5 +27,6 @@ export const migrations: Record<string, Migration> = {
   '0022_receipts': m0022,
   '0024_leaderboards': m0024,
   '0023_saves_storage': m0023,
+  '0025_votes': m0025,
   '0025_votes': m0025,
 };

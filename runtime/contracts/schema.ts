@@ -287,9 +287,31 @@ export interface Database {
   player_items: PlayerItemsTable;
   iap_transactions: IapTransactionsTable;
   votes: VotesTable;
+  votes: VotesTable;
   leaderboard_entries: LeaderboardEntriesTable;
   cloud_saves: CloudSavesTable;
   storage: StorageTable;
+}
+
+/** A closed vote; `match_id` is a match's or a world's id (no foreign key). */
+export interface VotesTable {
+  id: string;
+  match_id: string;
+  template: string;
+  method: string;
+  options: Json<{ id: string; label: string }[]>;
+  /** Voter id → option id, or a list of them (approval, ranked). */
+  votes_cast: Json<Record<string, string | string[]>>;
+  result: Json;
+  distribution: Json<Record<string, number>>;
+  turnout: number;
+  eligible_count: number;
+  window_ms: number;
+  visibility: 'live' | 'hidden';
+  status: 'resolved' | 'vetoed' | 'cancelled';
+  opened_at: Timestamp | null;
+  closed_at: Timestamp | null;
+  inserted_at: CreatedAt;
 }
 
 /** A closed vote; `match_id` is a match's or a world's id (no foreign key). */

@@ -11,6 +11,8 @@
  *   vm.input(playerId, input)       -> queued; applied at the next tick in arrival order
  *   vm.tick()                       -> TickResult: inputs, hot-reload check, tick(state), finish check
  *   vm.viewJson(playerId)           -> that player's `match.state` payload as JSON text (never throws)
+ *   vm.voteRequested()              -> after a tick that did not finish: a vote config (JSON) or null
+ *   vm.voteResolved(template, result) -> CallResult (a vote closed)
  *   vm.leave(playerId)              -> CallResult (the player is gone either way)
  *   vm.finished()                   -> null | { result }
  *   vm.close()
@@ -62,6 +64,8 @@ export interface ModeInfo {
   quick_play: boolean;
   /** `shared` calls `get_state(state)` once per tick for everybody. */
   state_strategy: 'per_player' | 'shared';
+  /** Vetoes each player may spend on this match's votes (global `veto_tokens`, default 0). */
+  veto_tokens: number;
   /** The operator's `game_modes` entry for this mode (handed to `init(config)`), or {}. */
   operator: JsonObject;
 }
@@ -234,6 +238,10 @@ export interface MatchRuntime {
    * `state_too_large` and returns `{}`: check `finished()` after the views.
    */
   viewJson(playerId: string): string;
+  /** After a tick that did not finish: `vote_requested(state)`'s table as JSON, or null for no vote. */
+  voteRequested(): JsonValue;
+  /** `vote_resolved(template, result, state)`; a failed call keeps the state. */
+  voteResolved(template: string, result: JsonObject): CallResult;
   finished(): MatchOutcome | null;
   /** Re-evaluates the script now (hot reload). The state survives; a broken file keeps the old code. */
   reload(): { ok: true } | { ok: false; error: string };

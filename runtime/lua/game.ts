@@ -141,6 +141,7 @@ function readMode(source: ScriptSource, name: string, file: string, operator: Js
     listed: g.boolean('listed') ?? kind === 'world',
     quick_play: g.boolean('quick_play') ?? kind === 'world',
     state_strategy,
+    veto_tokens: Math.max(0, g.integer('veto_tokens') ?? 0),
     operator: {},
   };
 }
@@ -169,6 +170,7 @@ function operatorMode(name: string, file: string, kind: ModeInfo['kind'], state_
     listed: typeof entry.listed === 'boolean' ? entry.listed : kind === 'world',
     quick_play: typeof entry.quick_play === 'boolean' ? entry.quick_play : kind === 'world',
     state_strategy,
+    veto_tokens: typeof entry.veto_tokens === 'number' && Number.isInteger(entry.veto_tokens) && entry.veto_tokens > 0 ? entry.veto_tokens : 0,
     operator: entry,
   };
 }

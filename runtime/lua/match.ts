@@ -12,6 +12,7 @@ import {
   isLimitKind,
   type JoinResult,
   type JsonObject,
+  type JsonValue,
   type LimitKind,
   type MatchOutcome,
   type MatchRuntime,
@@ -30,7 +31,7 @@ const STATE_CHECK_EVERY = 10;
 const REASON_MAX = 64;
 const EMPTY_VIEW = '{}';
 
-type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'reload';
+type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'reload' | 'vote_requested' | 'vote_resolved';
 
 const NAMES = {
   init: stringObject('init'),
@@ -39,6 +40,8 @@ const NAMES = {
   handle_input: stringObject('handle_input'),
   tick: stringObject('tick'),
   get_state: stringObject('get_state'),
+  vote_requested: stringObject('vote_requested'),
+  vote_resolved: stringObject('vote_resolved'),
   _finished: stringObject('_finished'),
   _result: stringObject('_result'),
 };
@@ -245,6 +248,42 @@ export class MatchVm implements MatchRuntime {
 
   finished(): MatchOutcome | null {
     return this.outcome;
+  }
+
+  /**
+   * `vote_requested(state)` after a tick that did not finish, sharing that
+   * tick's deadline: the table it returned as JSON, or null (no such
+   * callback, nil/false, a failed call).
+   */
+  voteRequested(): JsonValue {
+    const L = this.L;
+    if (this.outcome || !this.pushCallback(NAMES.vote_requested)) return null;
+    this.pushState();
+    const out = this.sandbox.call(1, this.budgets.light, this.budgets.lightMs);
+    if (!out.ok) {
+      this.fail('vote_requested', out.kind, out.message);
+      return null;
+    }
+    let config: JsonValue = null;
+    if (out.results > 0 && lua.lua_type(L, -out.results) === lua.LUA_TTABLE) {
+      try {
+        config = toJson(L, -out.results) ?? null;
+      } catch (err) {
+        this.report('vote_requested', 'malformed', (err as Error).message);
+      }
+    }
+    lua.lua_settop(L, 0);
+    return config;
+  }
+
+  /** `vote_resolved(template, result, state)` when a vote closes; it returns the state. */
+  voteResolved(template: string, result: JsonObject): CallResult {
+    this.sandbox.cap = Infinity;
+    if (!this.pushCallback(NAMES.vote_resolved)) return { ok: true };
+    pushJson(this.L, template);
+    pushJson(this.L, result);
+    this.pushState();
+    return this.stateCall('vote_resolved', 3, this.budgets.light, this.budgets.lightMs);
   }
 
   /** The last callback a limit stopped since the previous ask (the host counts ticks that had one). */

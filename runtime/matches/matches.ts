@@ -99,6 +99,8 @@ function project(row: {
 export interface LiveMatches {
   /** Listed modes only, `waiting` and `running` only. */
   list(filter: LiveMatchFilter): MatchListing[];
+  /** The player was admitted to this node's live (or just finished) match of that id. */
+  isParticipant(matchId: string, playerId: string): boolean;
 }
 
 export interface MatchmakerQueued {

@@ -12,7 +12,7 @@ export function offlineLive(): LiveState {
     push: () => 0,
     disconnect: () => {},
     disconnectTokens: () => {},
-    matches: { list: () => [] },
+    matches: { list: () => [], isParticipant: () => false },
     matchmaker: {
       add: (_player, mode) => {
         throw new ApiError('matchmaker.unknown_mode', `This node runs no game modes, so '${mode}' cannot be queued.`, { mode });

@@ -7,6 +7,7 @@ import { notificationPushes } from './notifications';
 import { presenceFrames, presencePushes } from './presence';
 import { rpcFrames } from './rpc';
 import { sessionConnect, sessionHeartbeat } from './session';
+import { voteFrames, votePushes } from './votes';
 
 /**
  * Every WebSocket message the service speaks: the client frames the gateway
@@ -22,6 +23,7 @@ export const clientFrames: readonly ClientFrameContract[] = [
   ...chatFrames,
   ...dmFrames,
   ...presenceFrames,
+  ...voteFrames,
 ];
 
-export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes];
+export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes, ...votePushes];

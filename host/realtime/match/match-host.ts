@@ -18,6 +18,7 @@ import type { LaneEvent } from './protocol';
 import { TICK_MS } from './runner';
 import type { ScriptPool } from './pool';
 import { scriptSend } from '../script-bindings';
+import { MatchVotes } from './votes';
 import type { Session, SessionRegistry } from '../sessions';
 import type { Gateway, Reply } from '../gateway';
 
@@ -246,6 +247,7 @@ export class MatchHost implements LiveMatches {
   readonly #lateness = new LatenessHistogram();
   readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
   readonly #send: ReturnType<typeof scriptSend>;
+  readonly #votes: MatchVotes;
   #skippedSinceLog = 0;
   #skipLoggedAt = 0;
 
@@ -263,6 +265,7 @@ export class MatchHost implements LiveMatches {
       () => pool.flush(),
     );
     this.#send = scriptSend(sessions);
+    this.#votes = new MatchVotes(ctx, sessions, pool, (playerId) => this.#byPlayer.get(playerId));
     // A player whose last socket closed leaves the match (no reconnect grace for matches).
     sessions.onPlayerGone((playerId) => this.leave(playerId));
   }
@@ -400,10 +403,16 @@ export class MatchHost implements LiveMatches {
       return { type: 'match.left', payload: { success: true } };
     });
     gateway.route(matchInput, (s, input) => this.#inputFrame(s, input));
+    this.#votes.attach(gateway);
+  }
+
+  isParticipant(matchId: string, playerId: string): boolean {
+    return this.#matches.get(matchId)?.everJoined.has(playerId) ?? false;
   }
 
   close(): void {
     this.#wheel.close();
+    this.#votes.close();
     for (const t of this.#lingering) clearTimeout(t);
     for (const m of this.#matches.values()) if (m.waitingTimer) clearTimeout(m.waitingTimer);
     this.#matches.clear();
@@ -441,6 +450,9 @@ export class MatchHost implements LiveMatches {
         return this.#toRoster(match, e.text);
       case 'joinable':
         match.joinable = e.joinable;
+        return;
+      case 'vote':
+        if (match.status === 'running') this.#votes.open(match, e.config);
         return;
     }
   }
@@ -540,6 +552,7 @@ export class MatchHost implements LiveMatches {
     if (match.waitingTimer) clearTimeout(match.waitingTimer);
     match.status = 'finished';
     this.pool.release(match.id);
+    this.#votes.end(match);
     const finishedAt = new Date(this.ctx.clock.now());
     this.#toRoster(match, JSON.stringify({ type: 'match.finished', payload: { match_id: match.id, result } }));
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
@@ -569,6 +582,7 @@ export class MatchHost implements LiveMatches {
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
     this.#matches.delete(match.id);
     this.pool.release(match.id);
+    this.#votes.end(match);
     this.ctx.log.info('match_stopped', { match_id: match.id, reason: why });
   }
 

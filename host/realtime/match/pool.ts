@@ -115,6 +115,10 @@ export class ScriptPool {
     this.#byMatch.get(matchId)?.pending.push({ op: 'tick', matchId, due });
   }
 
+  voteResolved(matchId: string, template: string, result: JsonObject): void {
+    this.#soon(this.#byMatch.get(matchId), { op: 'vote_resolved', matchId, template, result });
+  }
+
   /** The match is over on the main thread: its VM goes too. */
   release(matchId: string): void {
     const lane = this.#byMatch.get(matchId);

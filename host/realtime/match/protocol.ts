@@ -10,6 +10,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { LogFields, LogLevel } from '../../../runtime/platform/log';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
 import type { Budgets } from '../../../runtime/lua/api';
+import type { VoteConfig } from '../../../runtime/votes/engine';
 
 export type Command =
   | { op: 'create'; req: number; matchId: string; mode: ModeInfo }
@@ -19,6 +20,8 @@ export type Command =
   /** `due`: epoch ms the tick was due on the main thread's wheel. */
   | { op: 'tick'; matchId: string; due: number }
   | { op: 'close'; matchId: string }
+  /** A vote the match opened has closed: the script's `vote_resolved` runs. */
+  | { op: 'vote_resolved'; matchId: string; template: string; result: JsonObject }
   | { op: 'rpc'; req: number; method: string; playerId: string; params: JsonObject };
 
 export type CreateAnswer = { ok: true } | { ok: false };
@@ -38,6 +41,8 @@ export type LaneEvent =
   | { k: 'state'; matchId: string; lateMs: number; shared: string | null; views: [string, string][] }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { k: 'skipped'; matchId: string }
+  /** `vote_requested` asked for a vote (the lane asks no more until it hears `vote_resolved`). */
+  | { k: 'vote'; matchId: string; config: VoteConfig & { vote_id: string } }
   | { k: 'finished'; matchId: string; result: JsonObject };
 
 /** A synchronous binding call from a worker's script to the main thread. */

@@ -12,6 +12,7 @@ import { getHeapStatistics } from 'node:v8';
 import { MatchVm } from '../../../runtime/lua/match';
 import { installHeapMeter } from '../../../runtime/lua/vm';
 import { ScriptRpc } from '../../../runtime/lua/rpc';
+import { parseVoteConfig } from '../../../runtime/votes/engine';
 import type { Answer, Command, LaneEvent } from './protocol';
 
 /** The match tick is fixed: ten ticks a second. */
@@ -44,6 +45,8 @@ interface RunnerMatch {
   players: Set<string>;
   /** Consecutive ticks on which a callback hit a limit. */
   failing: number;
+  /** A vote this match asked for has not resolved yet: `vote_requested` is not called meanwhile. */
+  voting: boolean;
 }
 
 export class ScriptRunner {
@@ -114,6 +117,13 @@ export class ScriptRunner {
         return this.#tick(c.matchId, c.due);
       case 'close':
         return this.#close(c.matchId);
+      case 'vote_resolved': {
+        const m = this.#matches.get(c.matchId);
+        if (!m) return;
+        m.voting = false;
+        m.vm.voteResolved(c.template, c.result);
+        return;
+      }
       case 'rpc':
         return this.#answer(c.req, this.#rpc ? this.#rpc.call(c.method, c.playerId, c.params) : { ok: false, unknown: true });
     }
@@ -155,7 +165,7 @@ export class ScriptRunner {
       log.warn('match_init_failed', { kind: init.kind, message: init.message });
       return { ok: false };
     }
-    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0 });
+    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, voting: false });
     return { ok: true };
   }
 
@@ -168,6 +178,7 @@ export class ScriptRunner {
     m.vm.takeLimitFailure();
     const r = m.vm.tick();
     if (r.finished) return this.#finish(matchId, r.finished.result);
+    if (!m.voting) this.#requestVote(matchId, m);
     let shared: string | null = null;
     const views: [string, string][] = [];
     if (m.mode.state_strategy === 'shared') {
@@ -192,6 +203,20 @@ export class ScriptRunner {
       return this.#finish(matchId, { status: 'error', reason: 'script_budget' });
     }
     this.#events.push({ k: 'state', matchId, lateMs, shared, views });
+  }
+
+  #requestVote(matchId: string, m: RunnerMatch): void {
+    const asked = parseVoteConfig(m.vm.voteRequested());
+    if (asked === null) return;
+    if (!asked.ok) {
+      // A script that keeps asking with a bad table would log every tick: the failing-call rate applies.
+      if (this.options.limits.take('script_log', `${m.mode.file}:vote_requested`).ok) {
+        this.#log.warn('vote_config_invalid', { match_id: matchId, mode: m.mode.name, script: m.mode.file, problem: asked.problem });
+      }
+      return;
+    }
+    m.voting = true;
+    this.#events.push({ k: 'vote', matchId, config: { ...asked.config, vote_id: asked.config.vote_id ?? this.options.ids.uuid() } });
   }
 
   #finish(matchId: string, result: JsonObject): void {
