@@ -3,6 +3,7 @@ import { ApiError } from '../../runtime/contracts/errors';
 import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/api';
 import { economyBindings } from '../../runtime/economy/bindings';
 import { storageBindings } from '../../runtime/storage/bindings';
+import { leaderboardBindings } from '../../runtime/leaderboards/bindings';
 import { notifyInBackground, type NotificationView } from '../../runtime/social/notifications';
 import type { SessionRegistry } from './sessions';
 
@@ -12,7 +13,7 @@ import type { SessionRegistry } from './sessions';
  * Every game VM, match or RPC, gets the same set.
  */
 export function scriptBindings(ctx: Ctx): ScriptBindings {
-  return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx) };
+  return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx), leaderboard: leaderboardBindings(ctx.leaderboards, ctx.clock) };
 }
 
 /** The bindings whose answers wait on the database: scripts in worker threads only. */
