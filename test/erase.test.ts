@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../runtime/accounts/passwords';
 import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
 import { grant } from '../runtime/economy/wallets';
+import { findObject, putObject } from '../runtime/storage/storage';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 import { TestSocket } from './support/ws-client';
@@ -211,6 +212,24 @@ describe('POST /players/me/erase', () => {
     expect((await erase(p.access_token, { password: p.password })).status).toBe(200);
     expect(await holdings(p.player_id)).toEqual({ wallets: 0, ledger: 0, items: 0 });
     expect(await holdings(other.player_id)).toEqual({ wallets: 1, ledger: 2, items: 1 });
+  });
+
+  it("takes the player's saves and storage objects along; other players' rows and the scripts' shared namespace stay", async () => {
+    const [p, other] = [await registerPlayer(s), await registerPlayer(s)];
+    for (const who of [p, other]) {
+      expect((await s.call('PUT', '/api/v1/saves/main', { token: who.access_token, body: { data: { level: 2 } } })).status).toBe(200);
+      expect((await s.call('PUT', '/api/v1/storage/erase_test/k', { token: who.access_token, body: { value: 1, read_perm: 'public' } })).status).toBe(200);
+    }
+    await putObject(s.ctx, { owner: null, collection: 'erase_test', key: 'k' }, 'shared');
+    const held = async (playerId: string) => ({
+      saves: (await s.ctx.db.selectFrom('cloud_saves').select('id').where('player_id', '=', playerId).execute()).length,
+      objects: (await s.ctx.db.selectFrom('storage').select('id').where('player_id', '=', playerId).execute()).length,
+    });
+    expect(await held(p.player_id)).toEqual({ saves: 1, objects: 1 });
+    expect((await erase(p.access_token, { password: p.password })).status).toBe(200);
+    expect(await held(p.player_id)).toEqual({ saves: 0, objects: 0 });
+    expect(await held(other.player_id)).toEqual({ saves: 1, objects: 1 });
+    expect(await findObject(s.ctx.db, { owner: null, collection: 'erase_test', key: 'k' })).toMatchObject({ value: 'shared' });
   });
 
   it('needs a session; the subject is never taken from the request', async () => {
