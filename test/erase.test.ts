@@ -10,7 +10,7 @@ import { TestSocket } from './support/ws-client';
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer({ rate_limits: { erase: { limit: 5, window: 60_000 }, ws_connect: { limit: 1000, window: 1000 } } });
+  s = await startTestServer({ rate_limits: { erase: { limit: 5, window: 60_000 }, ws_connect: { limit: 1000, window: 1000 } }, leaderboard_client_submit: ['erase_test'] });
 });
 afterAll(async () => {
   await s.close();
@@ -230,6 +230,26 @@ describe('POST /players/me/erase', () => {
     expect(await held(p.player_id)).toEqual({ saves: 0, objects: 0 });
     expect(await held(other.player_id)).toEqual({ saves: 1, objects: 1 });
     expect(await findObject(s.ctx.db, { owner: null, collection: 'erase_test', key: 'k' })).toMatchObject({ value: 'shared' });
+  });
+
+  it("takes the player's leaderboard entries along, from the table and from the boards in memory", async () => {
+    const [p, other] = [await registerPlayer(s), await registerPlayer(s)];
+    const submit = (who: TestPlayer, score: number) => s.call('POST', '/api/v1/leaderboards/erase_test', { token: who.access_token, body: { score } });
+    expect((await submit(p, 10)).status).toBe(200);
+    expect((await submit(other, 5)).status).toBe(200);
+    await s.leaderboardFlush.flush();
+    // A better score after the flush is in memory only, waiting for the next one.
+    expect((await submit(p, 20)).status).toBe(200);
+    const rows = async (playerId: string) => (await s.ctx.db.selectFrom('leaderboard_entries').select('id').where('player_id', '=', playerId).execute()).length;
+    expect(await rows(p.player_id)).toBe(1);
+    expect((await erase(p.access_token, { password: p.password })).status).toBe(200);
+    expect(await rows(p.player_id)).toBe(0);
+    const board = await s.call('GET', '/api/v1/leaderboards/erase_test', { token: other.access_token });
+    expect(board.body.entries.map((e: { player_id: string; rank: number }) => [e.player_id, e.rank])).toEqual([[other.player_id, 1]]);
+    // The next flush does not write the erased player back.
+    await s.leaderboardFlush.flush();
+    expect(await rows(p.player_id)).toBe(0);
+    expect(await rows(other.player_id)).toBe(1);
   });
 
   it('needs a session; the subject is never taken from the request', async () => {
