@@ -30,7 +30,7 @@ async function council(): Promise<Council> {
   const players = [await connectPlayer(s), await connectPlayer(s), await connectPlayer(s)] as Council['players'];
   for (const p of players) expect((await p.socket.request('matchmaker.add', { mode: 'council' })).type).toBe('matchmaker.queued');
   const matched = await Promise.all(players.map((p) => p.socket.next('match.matched', 10_000)));
-  return { players, matchId: matched[0].payload.match_id };
+  return { players, matchId: matched[0]!.payload.match_id };
 }
 
 /** Asks the script for a vote through an input; resolves with the `match.vote_start` every player received. */
