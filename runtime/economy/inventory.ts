@@ -1,4 +1,4 @@
-import type { Selectable, Transaction } from 'kysely';
+import type { QueryCreator, Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { Database, PlayerItemsTable } from '../contracts/schema';
@@ -31,9 +31,9 @@ export function itemView(row: PlayerItem): PlayerItemView {
   };
 }
 
-/** A new inventory row, inside the caller's transaction. */
+/** A new inventory row, inside the caller's transaction (or as the last part of its statement). */
 export async function addItem(
-  trx: Transaction<Database>,
+  trx: QueryCreator<Database>,
   ids: Ctx['ids'],
   item: { playerId: string; itemDefId: string; quantity: number; metadata?: Record<string, unknown> },
 ): Promise<PlayerItem> {

@@ -1,12 +1,12 @@
-import type { Selectable } from 'kysely';
+import type { Selectable, Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { StoreListingsTable } from '../contracts/schema';
+import type { Database, StoreListingsTable } from '../contracts/schema';
 import { databaseFault, isoSeconds, type Db } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import type { StoreListingView, StoreQuery } from '../schemas/economy';
 import { addItem, type PlayerItem } from './inventory';
-import { applyChange, CommitAbandoned, noPlayer, openWallet, type CommitGuard } from './wallets';
+import { changeWrites, CommitAbandoned, noPlayer, openWallet, type CommitGuard, type Wallet } from './wallets';
 
 /**
  * The store: the catalogue's listings, and buying one. A purchase is one
@@ -51,6 +51,38 @@ function refuseUnsellable(l: Listing, now: number): void {
 }
 
 /**
+ * The listing and the buyer's wallet in its currency, locked, in one round
+ * trip; a buyer without that wallet yet gets the listing alone (the caller
+ * opens the wallet), and an unknown listing neither.
+ */
+async function listingAndLockedWallet(trx: Transaction<Database>, playerId: string, listingId: string): Promise<{ listing?: Listing; wallet?: Wallet }> {
+  const row = await trx
+    .selectFrom('store_listings as l')
+    .innerJoin('wallets as w', (join) => join.onRef('w.currency', '=', 'l.currency').on('w.player_id', '=', playerId))
+    .where('l.id', '=', listingId)
+    .select([
+      'l.id as l_id',
+      'l.slug as l_slug',
+      'l.item_def_id as l_item_def_id',
+      'l.price as l_price',
+      'l.active as l_active',
+      'l.valid_from as l_valid_from',
+      'l.valid_until as l_valid_until',
+      'l.metadata as l_metadata',
+    ])
+    .selectAll('w')
+    .forUpdate(['w'])
+    .executeTakeFirst();
+  if (row) {
+    const { l_id, l_slug, l_item_def_id, l_price, l_active, l_valid_from, l_valid_until, l_metadata, ...wallet } = row;
+    const listing: Listing = { id: l_id, slug: l_slug, item_def_id: l_item_def_id, currency: wallet.currency, price: l_price, active: l_active, valid_from: l_valid_from, valid_until: l_valid_until, metadata: l_metadata };
+    return { listing, wallet };
+  }
+  const listing = await trx.selectFrom('store_listings').selectAll().where('id', '=', listingId).executeTakeFirst();
+  return listing ? { listing } : {};
+}
+
+/**
  * `POST /store/purchase` and `game.economy.purchase`. Refusals: 404
  * `economy.listing_not_found`, 400 `economy.listing_inactive`, 402
  * `economy.insufficient_funds`; any other failure but a database outage is
@@ -61,12 +93,12 @@ export async function purchase(ctx: Pick<Ctx, 'db' | 'ids' | 'clock' | 'log'>, p
   if (!isUuid(playerId)) throw noPlayer();
   try {
     return await ctx.db.transaction().execute(async (trx) => {
-      const listing = await trx.selectFrom('store_listings').selectAll().where('id', '=', listingId).executeTakeFirst();
+      let { listing, wallet } = await listingAndLockedWallet(trx, playerId, listingId);
       if (!listing) throw new ApiError('economy.listing_not_found', 'No such listing.');
       refuseUnsellable(listing, ctx.clock.now());
-      const wallet = await openWallet(trx, ctx.ids, playerId, listing.currency);
-      await applyChange(trx, ctx.ids, wallet, { amount: -listing.price, reason: 'purchase', referenceType: 'store_listing', referenceId: listing.id });
-      const item = await addItem(trx, ctx.ids, { playerId, itemDefId: listing.item_def_id, quantity: 1 });
+      wallet ??= await openWallet(trx, ctx.ids, playerId, listing.currency);
+      const { statement } = changeWrites(trx, ctx.ids, wallet, { amount: -listing.price, reason: 'purchase', referenceType: 'store_listing', referenceId: listing.id });
+      const item = await addItem(statement, ctx.ids, { playerId, itemDefId: listing.item_def_id, quantity: 1 });
       guard.beforeCommit?.();
       return item;
     });

@@ -1,4 +1,4 @@
-import type { Selectable, Transaction } from 'kysely';
+import { sql, type QueryCreator, type Selectable, type Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { Database, WalletsTable } from '../contracts/schema';
@@ -96,31 +96,45 @@ export async function openWallet(trx: Trx, ids: Ctx['ids'], playerId: string, cu
   return (await lockedWallet(trx, playerId, currency))!;
 }
 
-/** Applies a change to a wallet locked by this transaction and writes its ledger row; returns the wallet after. */
-export async function applyChange(trx: Trx, ids: Ctx['ids'], wallet: Wallet, change: LedgerWrite): Promise<Wallet> {
+/**
+ * The writes of a change to a wallet this transaction locked: the balance and
+ * its ledger row, as the leading parts of one statement that the caller
+ * finishes (a purchase with its inventory row). The wallet is locked, so the
+ * new balance is known and nothing needs reading back: a change costs one
+ * round trip. Refusals (a balance below zero or past MAX_BALANCE) come
+ * before anything is written.
+ */
+export function changeWrites(trx: Trx, ids: Ctx['ids'], wallet: Wallet, change: LedgerWrite): { statement: QueryCreator<Database>; after: Wallet } {
   const balance = wallet.balance + change.amount;
   if (balance < 0) throw insufficientFunds(wallet.balance, -change.amount);
   if (balance > MAX_BALANCE) {
     throw new ApiError('validation_failed', `A balance cannot exceed ${MAX_BALANCE}.`, { reason: 'balance_overflow', balance: wallet.balance, amount: change.amount });
   }
   const now = new Date();
-  // One statement for the balance and its ledger row: the wallet is locked, so the new balance is known.
-  await trx
+  const statement = trx
     .with('changed', (db) => db.updateTable('wallets').set({ balance, updated_at: now }).where('id', '=', wallet.id))
-    .insertInto('transactions')
-    .values({
-      id: ids.uuid(),
-      wallet_id: wallet.id,
-      amount: change.amount,
-      balance_after: balance,
-      reason: change.reason,
-      reference_type: change.referenceType ?? null,
-      reference_id: change.referenceId ?? null,
-      metadata: jsonb(change.metadata ?? {}),
-      inserted_at: now,
-    })
-    .execute();
-  return { ...wallet, balance, updated_at: now };
+    .with('ledger', (db) =>
+      db.insertInto('transactions').values({
+        id: ids.uuid(),
+        wallet_id: wallet.id,
+        amount: change.amount,
+        balance_after: balance,
+        reason: change.reason,
+        reference_type: change.referenceType ?? null,
+        reference_id: change.referenceId ?? null,
+        metadata: jsonb(change.metadata ?? {}),
+        inserted_at: now,
+      }),
+    );
+  // The CTE names are never referenced, so the statement is finished against the plain schema.
+  return { statement: statement as unknown as QueryCreator<Database>, after: { ...wallet, balance, updated_at: now } };
+}
+
+/** A change with nothing else to write; returns the wallet after. */
+export async function applyChange(trx: Trx, ids: Ctx['ids'], wallet: Wallet, change: LedgerWrite): Promise<Wallet> {
+  const { statement, after } = changeWrites(trx, ids, wallet, change);
+  await statement.selectNoFrom(sql<number>`1`.as('done')).execute();
+  return after;
 }
 
 export interface WalletChange {
