@@ -8,6 +8,7 @@ import * as m0024 from './0024_leaderboards';
 import * as m0023 from './0023_saves_storage';
 import * as m0025 from './0025_votes';
 import * as m0025 from './0025_votes';
+import * as m0027 from './0027_receipt_redemption';
 
 /**
  * Every migration, in order. Imported statically so the bundle carries them;
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '0023_saves_storage': m0023,
   '0025_votes': m0025,
   '0025_votes': m0025,
+  '0027_receipt_redemption': m0027,
 };

@@ -2,6 +2,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/api';
 import { economyBindings } from '../../runtime/economy/bindings';
+import { receiptBindings } from '../../runtime/receipts/bindings';
 import { storageBindings } from '../../runtime/storage/bindings';
 import { leaderboardBindings } from '../../runtime/leaderboards/bindings';
 import { notifyInBackground, type NotificationView } from '../../runtime/social/notifications';
@@ -19,7 +20,7 @@ export function scriptBindings(ctx: Ctx): ScriptBindings {
 /** The bindings whose answers wait on the database: scripts in worker threads only. */
 export function awaitedScriptBindings(ctx: Ctx): AwaitedBindings {
   // With the `storage` setting off the namespace is absent, so indexing `game.storage` raises (lua-scripting 7.2).
-  return { economy: economyBindings(ctx), ...(ctx.settings.storage ? { storage: storageBindings(ctx) } : {}) };
+  return { economy: economyBindings(ctx), receipts: receiptBindings(ctx), ...(ctx.settings.storage ? { storage: storageBindings(ctx) } : {}) };
 }
 
 /** `game.send`: the player's sockets get `module.message {module: "lua", message}`. */

@@ -157,6 +157,10 @@ export interface IapTransactionsTable {
   original_transaction_id: string | null;
   product_id: string | null;
   inserted_at: CreatedAt;
+  /** Set once, when a script redeemed the receipt for currency (migration 0027); null until then. */
+  redeemed_at: Timestamp | null;
+  /** The ledger reason of that redemption. */
+  redeemed_reason: string | null;
 }
 
 export interface CurrenciesTable {

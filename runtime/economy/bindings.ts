@@ -23,7 +23,7 @@ const PURCHASE = 'game.economy.purchase(player_id, listing_id)';
 const REASON_MAX = 64;
 
 /** A change the script is still waiting for commits; one it gave up on rolls back. */
-function guardOf(claim: () => boolean): CommitGuard {
+export function guardOf(claim: () => boolean): CommitGuard {
   return {
     beforeCommit: () => {
       if (!claim()) throw new CommitAbandoned();
@@ -32,7 +32,7 @@ function guardOf(claim: () => boolean): CommitGuard {
 }
 
 /** What a refusal tells the script: the reason the service named, else the code's last part (`economy.insufficient_funds` → `insufficient_funds`). */
-function refusal(err: unknown): JsonValue {
+export function refusal(err: unknown): JsonValue {
   if (err instanceof ApiError) {
     const reason = err.details.reason;
     return { error: typeof reason === 'string' ? reason : err.code.slice(err.code.indexOf('.') + 1) };
