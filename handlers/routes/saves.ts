@@ -1,13 +1,9 @@
-import { ApiError } from '../../runtime/contracts/errors';
-import type { Ctx } from '../../runtime/contracts/context';
 import { listSaves, readSave, writeSave } from '../../runtime/saves/saves';
 import { CloudSave, SaveList, SaveWrite, SlotPath } from '../../runtime/schemas/saves';
 import { route, type Route } from '../contract';
+import { storageSwitch } from './storage';
 
-/** With the `storage` setting off, saves do not exist: every route answers as for an empty slot. */
-function savesOn(ctx: Ctx): void {
-  if (!ctx.settings.storage) throw new ApiError('save.not_found', 'Cloud saves are switched off on this server.');
-}
+const common = { tag: 'saves', auth: 'player', rate: 'api', precondition: storageSwitch('save.not_found') } as const;
 
 /** Cloud saves (rest-payloads 17). */
 export const saveRoutes: Route[] = [
@@ -15,10 +11,7 @@ export const saveRoutes: Route[] = [
     method: 'GET',
     path: '/api/v1/saves',
     summary: "The caller's save slots: name, version and last write, without the data",
-    tag: 'saves',
-    auth: 'player',
-    rate: 'api',
-    precondition: savesOn,
+    ...common,
     response: SaveList,
     errors: ['save.not_found'],
     handle: async ({ ctx, player }) => ({ saves: await listSaves(ctx.db, player.playerId) }),
@@ -27,10 +20,7 @@ export const saveRoutes: Route[] = [
     method: 'GET',
     path: '/api/v1/saves/:slot',
     summary: 'One save slot with its data',
-    tag: 'saves',
-    auth: 'player',
-    rate: 'api',
-    precondition: savesOn,
+    ...common,
     params: SlotPath,
     response: CloudSave,
     errors: ['save.not_found'],
@@ -40,10 +30,7 @@ export const saveRoutes: Route[] = [
     method: 'PUT',
     path: '/api/v1/saves/:slot',
     summary: 'Create or replace a save slot; with `version`, only if the slot is still at that version',
-    tag: 'saves',
-    auth: 'player',
-    rate: 'api',
-    precondition: savesOn,
+    ...common,
     params: SlotPath,
     body: SaveWrite,
     response: CloudSave,

@@ -5,10 +5,14 @@ import { CollectionPath, CollectionQuery, ObjectPath, OwnerQuery, StorageObject,
 import { deleteObject, listObjects, readObject, writeObject } from '../../runtime/storage/storage';
 import { route, type Route } from '../contract';
 
-/** With the `storage` setting off, storage does not exist: every route answers as for a missing object. */
-function storageOn(ctx: Ctx): void {
-  if (!ctx.settings.storage) throw new ApiError('storage.not_found', 'Storage is switched off on this server.');
+/** With the `storage` setting off, saves and storage do not exist: every route answers its domain's not-found code. */
+export function storageSwitch(notFound: 'save.not_found' | 'storage.not_found'): (ctx: Ctx) => void {
+  return (ctx) => {
+    if (!ctx.settings.storage) throw new ApiError(notFound, 'Saves and storage are switched off on this server.');
+  };
 }
+
+const common = { tag: 'storage', auth: 'player', rate: 'api', precondition: storageSwitch('storage.not_found') } as const;
 
 /** Storage objects (rest-payloads 18, rows per player). */
 export const storageRoutes: Route[] = [
@@ -16,10 +20,7 @@ export const storageRoutes: Route[] = [
     method: 'GET',
     path: '/api/v1/storage/:collection',
     summary: "The caller's objects in a collection, or with `owner` another player's public ones; newest first",
-    tag: 'storage',
-    auth: 'player',
-    rate: 'api',
-    precondition: storageOn,
+    ...common,
     params: CollectionPath,
     query: CollectionQuery,
     response: StorageObjectList,
@@ -30,10 +31,7 @@ export const storageRoutes: Route[] = [
     method: 'GET',
     path: '/api/v1/storage/:collection/:key',
     summary: "One of the caller's objects, or with `owner` another player's public one",
-    tag: 'storage',
-    auth: 'player',
-    rate: 'api',
-    precondition: storageOn,
+    ...common,
     params: ObjectPath,
     query: OwnerQuery,
     response: StorageObject,
@@ -44,10 +42,7 @@ export const storageRoutes: Route[] = [
     method: 'PUT',
     path: '/api/v1/storage/:collection/:key',
     summary: "Create or replace one of the caller's objects and its perms; with `owner`, replace the value of another player's object whose write_perm is public",
-    tag: 'storage',
-    auth: 'player',
-    rate: 'api',
-    precondition: storageOn,
+    ...common,
     params: ObjectPath,
     query: OwnerQuery,
     body: StorageWrite,
@@ -60,10 +55,7 @@ export const storageRoutes: Route[] = [
     method: 'DELETE',
     path: '/api/v1/storage/:collection/:key',
     summary: "Delete one of the caller's objects, or with `owner` another player's whose write_perm is public",
-    tag: 'storage',
-    auth: 'player',
-    rate: 'api',
-    precondition: storageOn,
+    ...common,
     params: ObjectPath,
     query: OwnerQuery,
     response: Success,

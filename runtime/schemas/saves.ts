@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { IsoTime, Uuid } from './common';
-import { coded } from './rules';
-import { fitsStoredValue, STORED_VALUE_MAX_BYTES, StoredName } from './storage';
+import { storedValue, StoredName } from './storage';
 
 /** Cloud saves over REST (rest-payloads 17): up to ten named slots per player, versioned. */
 
@@ -29,11 +28,7 @@ export const SlotPath = z.object({ slot: StoredName });
  * overwrites whatever is stored; creating a slot ignores it.
  */
 export const SaveWrite = z.object({
-  data: z
-    .unknown()
-    .refine(fitsStoredValue, coded('save.too_large', `The save exceeds ${STORED_VALUE_MAX_BYTES} bytes encoded.`, { max_bytes: STORED_VALUE_MAX_BYTES }))
-    .default({})
-    .meta({ description: `any JSON value (default {}), at most ${STORED_VALUE_MAX_BYTES} bytes encoded` }),
+  data: storedValue('save.too_large'),
   version: z.number().int().nullish().meta({ description: 'the version the write expects to replace; omit to overwrite unconditionally' }),
 });
 export type SaveWrite = z.output<typeof SaveWrite>;

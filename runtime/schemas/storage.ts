@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { charLength } from '../accounts/accounts';
+import type { ErrorCode } from '../contracts/errors';
 import { byteLength } from '../contracts/frames';
 import { idOf, IsoTime, pageQuery, Text, Uuid } from './common';
 import { coded, ruled } from './rules';
@@ -16,6 +17,15 @@ export const STORED_VALUE_MAX_BYTES = 262_144;
 /** True when the value's JSON encoding fits the bound (REST bodies and script writes alike). */
 export function fitsStoredValue(value: unknown): boolean {
   return byteLength(JSON.stringify(value ?? {})) <= STORED_VALUE_MAX_BYTES;
+}
+
+/** A save's `data` or an object's `value`: any JSON value, `{}` when absent, refused with `tooLarge` past the bound. */
+export function storedValue(tooLarge: ErrorCode) {
+  return z
+    .unknown()
+    .refine(fitsStoredValue, coded(tooLarge, `The value exceeds ${STORED_VALUE_MAX_BYTES} bytes encoded.`, { max_bytes: STORED_VALUE_MAX_BYTES }))
+    .default({})
+    .meta({ description: `any JSON value (default {}), at most ${STORED_VALUE_MAX_BYTES} bytes encoded` });
 }
 
 /** The columns hold 255 characters; a longer slot, collection or key could never be stored. */
@@ -54,8 +64,9 @@ export type OwnerQuery = z.output<typeof OwnerQuery>;
 export const CollectionQuery = pageQuery().extend({ owner: Owner });
 export type CollectionQuery = z.output<typeof CollectionQuery>;
 
-const perm = (name: string) =>
-  ruled(StoragePerm.optional().default('owner'), { code: 'storage.invalid_perm' }).meta({ description: `\`public\` or \`owner\` (default); anything else is 400 storage.invalid_perm (${name})` });
+const Perm = ruled(StoragePerm.optional().default('owner'), { code: 'storage.invalid_perm' }).meta({
+  description: '`public` or `owner` (default); anything else is 400 storage.invalid_perm',
+});
 
 /**
  * `PUT /storage/:collection/:key`. The size of `value` is checked before the
@@ -64,12 +75,8 @@ const perm = (name: string) =>
  * another player's public row keeps the owner's perms.
  */
 export const StorageWrite = z.object({
-  value: z
-    .unknown()
-    .refine(fitsStoredValue, coded('storage.value_too_large', `The value exceeds ${STORED_VALUE_MAX_BYTES} bytes encoded.`, { max_bytes: STORED_VALUE_MAX_BYTES }))
-    .default({})
-    .meta({ description: `any JSON value (default {}), at most ${STORED_VALUE_MAX_BYTES} bytes encoded` }),
-  read_perm: perm('read_perm'),
-  write_perm: perm('write_perm'),
+  value: storedValue('storage.value_too_large'),
+  read_perm: Perm,
+  write_perm: Perm,
 });
 export type StorageWrite = z.output<typeof StorageWrite>;
