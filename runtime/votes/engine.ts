@@ -4,6 +4,7 @@
  * values. It knows nothing of matches, sockets or the database, so the
  * match host drives it today and a world can drive it the same way.
  */
+import { byteLength } from '../contracts/frames';
 import type { JsonValue } from '../lua/api';
 import { isUuid } from '../platform/ids';
 
@@ -151,11 +152,6 @@ function stringList(raw: JsonValue): string[] | undefined {
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw) && Object.keys(raw).length === 0) return [];
   if (!Array.isArray(raw) || !raw.every((v): v is string => typeof v === 'string')) return undefined;
   return raw;
-}
-
-const encoder = new TextEncoder();
-function byteLength(s: string): number {
-  return encoder.encode(s).byteLength;
 }
 
 // ---- a vote in progress --------------------------------------------------------
