@@ -31,3 +31,24 @@ end
 function rpc.time(player_id, params)
   return { unix = os.time() }
 end
+
+-- What each real-money product is worth, in gems (catalogue.json declares them).
+local PACKS = { gems_100 = 100, gems_550 = 550 }
+
+-- game.claim_pack {provider = "apple" | "google", transaction_id}: after
+-- POST /api/v1/iap/<provider> answered 200, the app passes the answer's
+-- `transaction_id` (Apple) or `order_id` (Google). The product comes from the
+-- receipt the service recorded for this player, never from the client, and
+-- redeem pays a receipt once: a second claim answers "already_redeemed".
+function rpc.claim_pack(player_id, params)
+  if type(params.provider) ~= "string" or type(params.transaction_id) ~= "string" then
+    return nil, "provider_and_transaction_id_required"
+  end
+  local receipt = game.receipts.get(player_id, params.provider, params.transaction_id)
+  if receipt.error then return nil, receipt.error end
+  local gems = PACKS[receipt.ok.product_id]
+  if gems == nil then return nil, "unknown_product" end
+  local redeemed = game.receipts.redeem(player_id, params.provider, params.transaction_id, { gems = gems })
+  if redeemed.error then return nil, redeemed.error end
+  return { gems = redeemed.ok[1].balance }
+end
