@@ -18,13 +18,13 @@ import { playerRoutes } from './routes/players';
 import { rpcRoutes } from './routes/rpc';
 import { saveRoutes } from './routes/saves';
 import { voteRoutes } from './routes/votes';
-import { voteRoutes } from './routes/votes';
 import { storageRoutes } from './routes/storage';
+import { tournamentRoutes } from './routes/tournaments';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...voteRoutes, ...voteRoutes);
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...tournamentRoutes, ...voteRoutes);
   return routes;
 }
 

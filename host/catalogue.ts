@@ -16,6 +16,7 @@ export class GameCatalogue {
   #ctx: Pick<Ctx, 'db' | 'ids'> | null = null;
   /** Syncs run one after another, so a later edit never lands before an earlier one. */
   #queue: Promise<void> = Promise.resolve();
+  readonly #synced: (() => void)[] = [];
 
   /** Throws `CatalogueError` for a file that cannot be used. */
   constructor(
@@ -43,9 +44,15 @@ export class GameCatalogue {
     const written = await syncCatalogue(ctx, catalogue);
     this.log.info('catalogue_synced', {
       file: CATALOGUE_FILE,
-      declared: { currencies: catalogue.currencies.length, items: catalogue.items.length, listings: catalogue.listings.length },
+      declared: { currencies: catalogue.currencies.length, items: catalogue.items.length, listings: catalogue.listings.length, tournaments: catalogue.tournaments.length },
       written,
     });
+    for (const listener of this.#synced) listener();
+  }
+
+  /** Runs after every sync (the tournament clock re-reads its schedule). */
+  onSynced(listener: () => void): void {
+    this.#synced.push(listener);
   }
 
   #reload(): void {

@@ -19,6 +19,7 @@ import { databaseFault } from '../runtime/platform/database';
 import { GuestReaper } from './jobs/guest-reaper';
 import { TokenSweeper } from './jobs/token-sweeper';
 import { LeaderboardFlush } from './jobs/leaderboard-flush';
+import { TournamentClock } from './jobs/tournament-clock';
 
 export interface ServerOptions {
   settings: Settings;
@@ -59,6 +60,8 @@ export interface RunningServer {
   tokenSweeper: TokenSweeper;
   /** Writes changed leaderboard entries on its interval and at shutdown; `flush()` runs one pass now. */
   leaderboardFlush: LeaderboardFlush;
+  /** Moves tournaments on time; `tick()` runs a pass now. */
+  tournamentClock: TournamentClock;
   /** Registers work to do on shutdown (close sockets, stop loops) before the database closes. */
   onShutdown(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
@@ -162,6 +165,16 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   const tokenSweeper = new TokenSweeper(ctx);
   readyPromise.then(() => tokenSweeper.start(), () => {});
   readyPromise.then(() => leaderboardFlush.start(), () => {});
+  // A tournament's final order is its entrants' places on its board in this node's memory.
+  const tournamentClock = new TournamentClock(ctx, (board, players) =>
+    players
+      .map((p) => ctx.leaderboards.standing(board, p))
+      .filter((line) => line !== null)
+      .sort((x, y) => x.rank - y.rank),
+  );
+  readyPromise.then(() => tournamentClock.start(), () => {});
+  // An edit of the declarations may move a start or an end: the clock re-reads its schedule.
+  catalogue?.onSynced(() => void tournamentClock.tick());
 
   const hooks: (() => Promise<void> | void)[] = [];
   // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
@@ -171,6 +184,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   hooks.push(() => leaderboardFlush.stop());
   hooks.push(() => guestReaper.stop());
   hooks.push(() => tokenSweeper.stop());
+  hooks.push(() => tournamentClock.stop());
   if (loaded) hooks.push(() => loaded.close());
 
   return {
@@ -183,6 +197,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     guestReaper,
     tokenSweeper,
     leaderboardFlush,
+    tournamentClock,
     onShutdown: (hook) => void hooks.push(hook),
     close() {
       closing ??= (async () => {

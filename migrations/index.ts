@@ -4,10 +4,10 @@ import * as m0002 from './0002_match_records';
 import * as m0020 from './0020_social';
 import * as m0021 from './0021_economy';
 import * as m0022 from './0022_receipts';
-import * as m0024 from './0024_leaderboards';
 import * as m0023 from './0023_saves_storage';
+import * as m0024 from './0024_leaderboards';
 import * as m0025 from './0025_votes';
-import * as m0025 from './0025_votes';
+import * as m0026 from './0026_tournaments';
 import * as m0027 from './0027_receipt_redemption';
 
 /**
@@ -26,9 +26,9 @@ export const migrations: Record<string, Migration> = {
   '0020_social': m0020,
   '0021_economy': m0021,
   '0022_receipts': m0022,
-  '0024_leaderboards': m0024,
   '0023_saves_storage': m0023,
+  '0024_leaderboards': m0024,
   '0025_votes': m0025,
-  '0025_votes': m0025,
+  '0026_tournaments': m0026,
   '0027_receipt_redemption': m0027,
 };

@@ -291,31 +291,49 @@ export interface Database {
   player_items: PlayerItemsTable;
   iap_transactions: IapTransactionsTable;
   votes: VotesTable;
-  votes: VotesTable;
   leaderboard_entries: LeaderboardEntriesTable;
   cloud_saves: CloudSavesTable;
   storage: StorageTable;
+  tournaments: TournamentsTable;
+  tournament_entrants: TournamentEntrantsTable;
+  tournament_standings: TournamentStandingsTable;
 }
 
-/** A closed vote; `match_id` is a match's or a world's id (no foreign key). */
-export interface VotesTable {
+/** A 64-bit integer column: node-postgres reads `bigint` as a decimal string. */
+type BigIntColumn = ColumnType<string, string | bigint | number, string | bigint | number>;
+
+export interface TournamentsTable {
   id: string;
-  match_id: string;
-  template: string;
-  method: string;
-  options: Json<{ id: string; label: string }[]>;
-  /** Voter id → option id, or a list of them (approval, ranked). */
-  votes_cast: Json<Record<string, string | string[]>>;
-  result: Json;
-  distribution: Json<Record<string, number>>;
-  turnout: number;
-  eligible_count: number;
-  window_ms: number;
-  visibility: 'live' | 'hidden';
-  status: 'resolved' | 'vetoed' | 'cancelled';
-  opened_at: Timestamp | null;
-  closed_at: Timestamp | null;
+  slug: string;
+  name: string;
+  leaderboard_id: string;
+  max_entries: number | null;
+  entry_fee: Json;
+  rewards: Json;
+  status: 'pending' | 'active' | 'finished' | 'cancelled';
+  start_at: Timestamp;
+  end_at: Timestamp;
+  metadata: Json;
+  finished_at: Timestamp | null;
   inserted_at: CreatedAt;
+  updated_at: Timestamp;
+}
+
+export interface TournamentEntrantsTable {
+  tournament_id: string;
+  player_id: string;
+  fee_currency: string | null;
+  fee_amount: number;
+  joined_at: Timestamp;
+}
+
+export interface TournamentStandingsTable {
+  tournament_id: string;
+  rank: number;
+  player_id: string;
+  score: BigIntColumn;
+  sub_score: BigIntColumn;
+  reward: Json;
 }
 
 /** A closed vote; `match_id` is a match's or a world's id (no foreign key). */

@@ -4,6 +4,7 @@ import type { Ctx } from '../contracts/context';
 import { jsonb } from '../platform/database';
 import { isStorableText } from '../platform/text';
 import { MAX_BALANCE } from './wallets';
+import { currenciesOf, syncTournaments, TournamentDeclaration, type TournamentSync } from '../tournaments/declarations';
 
 /**
  * The game's economy catalogue (docs/decisions/0029-economy-catalogue.md):
@@ -71,20 +72,21 @@ const CatalogueFile = z.strictObject({
   currencies: z.array(Currency).default([]),
   items: z.array(Item).default([]),
   listings: z.array(Listing).default([]),
+  tournaments: z.array(TournamentDeclaration).default([]),
 });
 
 export type Catalogue = z.output<typeof CatalogueFile>;
 
 /** What the catalogue declares when the game has no catalogue file. */
-export const EMPTY_CATALOGUE: Catalogue = { currencies: [], items: [], listings: [] };
+export const EMPTY_CATALOGUE: Catalogue = { currencies: [], items: [], listings: [], tournaments: [] };
 
 /** A catalogue that cannot be used; the message names the file and the entry. */
 export class CatalogueError extends Error {
   override name = 'CatalogueError';
 }
 
-type Section = 'currencies' | 'items' | 'listings';
-const KEY: Record<Section, 'code' | 'slug'> = { currencies: 'code', items: 'slug', listings: 'slug' };
+type Section = 'currencies' | 'items' | 'listings' | 'tournaments';
+const KEY: Record<Section, 'code' | 'slug'> = { currencies: 'code', items: 'slug', listings: 'slug', tournaments: 'slug' };
 
 /** How a message names an entry: its section, index and, when it has one, its code or slug. */
 function entryName(doc: unknown, section: Section, index: number): string {
@@ -112,7 +114,7 @@ export function parseCatalogue(text: string, file = CATALOGUE_FILE): Catalogue {
     throw new CatalogueError(`${file}: ${where}: ${issue.message}`);
   }
   const catalogue = parsed.data;
-  for (const section of ['currencies', 'items', 'listings'] as const) {
+  for (const section of ['currencies', 'items', 'listings', 'tournaments'] as const) {
     const seen = new Set<string>();
     catalogue[section].forEach((entry, i) => {
       const key = (entry as Record<string, unknown>)[KEY[section]] as string;
@@ -125,6 +127,11 @@ export function parseCatalogue(text: string, file = CATALOGUE_FILE): Catalogue {
   catalogue.listings.forEach((l, i) => {
     if (!items.has(l.item)) throw new CatalogueError(`${file}: ${entryName(doc, 'listings', i)}: item "${l.item}" is not declared under items`);
     if (!currencies.has(l.currency)) throw new CatalogueError(`${file}: ${entryName(doc, 'listings', i)}: currency "${l.currency}" is not declared under currencies`);
+  });
+  catalogue.tournaments.forEach((t, i) => {
+    for (const code of currenciesOf(t)) {
+      if (!currencies.has(code)) throw new CatalogueError(`${file}: ${entryName(doc, 'tournaments', i)}: currency "${code}" is not declared under currencies`);
+    }
   });
   return catalogue;
 }
@@ -139,7 +146,7 @@ function chunks<T>(rows: readonly T[]): T[][] {
 }
 
 /** Rows the sync inserted or changed, per table. */
-export interface SyncCounts {
+export interface SyncCounts extends TournamentSync {
   currencies: number;
   items: number;
   listings: number;
@@ -156,7 +163,7 @@ export async function syncCatalogue(ctx: Pick<Ctx, 'db' | 'ids'>, catalogue: Cat
   return ctx.db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtext('svc.economy.catalogue'))`.execute(trx);
     const now = new Date();
-    const counts: SyncCounts = { currencies: 0, items: 0, listings: 0, deactivated: 0 };
+    const counts: SyncCounts = { currencies: 0, items: 0, listings: 0, deactivated: 0, tournaments: 0, cancelled: 0 };
 
     for (const part of chunks(catalogue.currencies)) {
       const written = await trx
@@ -265,6 +272,8 @@ export async function syncCatalogue(ctx: Pick<Ctx, 'db' | 'ids'>, catalogue: Cat
     let dropCurrencies = trx.updateTable('currencies').set({ active: false, updated_at: now }).where('active', '=', true);
     if (codes.length > 0) dropCurrencies = dropCurrencies.where('code', 'not in', codes);
     counts.deactivated += Number((await dropCurrencies.executeTakeFirst()).numUpdatedRows);
+    // Last: entry fees and rewards name the currencies synced above.
+    Object.assign(counts, await syncTournaments(trx, ctx.ids, catalogue.tournaments, now));
     return counts;
   });
 }
