@@ -13,6 +13,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import autocannon from 'autocannon';
 import pg from 'pg';
 import { forkChild, serveParent, svcImport, svcRevision } from './_children';
 import { progress, table } from './_report';
@@ -111,6 +112,35 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /**
+ * The node under autocannon (the lightest HTTP client at hand, so the load
+ * generator takes as little of the machine as it can): `CONCURRENCY`
+ * keep-alive connections, each sending one purchase after another, for a
+ * second of warm-up and then `seconds`; request i carries buyer i's token.
+ */
+async function overHttp(port: number, tokens: string[], body: string): Promise<Result> {
+  let next = 0;
+  const run = (duration: number) =>
+    autocannon({
+      url: `http://127.0.0.1:${port}`,
+      connections: CONCURRENCY,
+      duration,
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/v1/store/purchase',
+          setupRequest: (req) => ({ ...req, headers: { ...req.headers, 'content-type': 'application/json', authorization: `Bearer ${tokens[next++ % tokens.length]}` }, body }),
+        },
+      ],
+    });
+  await run(1);
+  const cpuBefore = process.cpuUsage();
+  const r = await run(SECONDS);
+  const cpu = process.cpuUsage(cpuBefore);
+  const done = Math.max(1, r.requests.total);
+  return { rate: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx, loadUs: (cpu.user + cpu.system) / done };
+}
+
+/**
  * `concurrency` loops, each issuing one purchase after another for `seconds`
  * (after a warm-up of a second, not counted); buyer i takes player i modulo
  * the players given.
@@ -167,10 +197,10 @@ async function main(): Promise<void> {
 
       const purchaseUrl = `http://127.0.0.1:${node.port}/api/v1/store/purchase`;
       const body = JSON.stringify({ listing_id: listingId });
-      const overHttp = (tokens: string[]) => async (buyer: number) => {
-        const res = await fetch(purchaseUrl, { method: 'POST', headers: { authorization: `Bearer ${tokens[buyer]}`, 'content-type': 'application/json' }, body });
+      const once = async (token: string) => {
+        const res = await fetch(purchaseUrl, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
         await res.arrayBuffer();
-        return res.status === 200;
+        if (res.status !== 200) throw new Error(`a purchase answered ${res.status}`);
       };
       // The statements the service sends for a purchase, in one transaction, without the service.
       const direct = (ids: string[]) => async (buyer: number) => {
@@ -210,16 +240,16 @@ async function main(): Promise<void> {
       const ids = players.map((p) => p.id);
       // Every token resolves once before anything is measured (the node caches them).
       progress('warming the token cache');
-      for (let i = 0; i < players.length; i += CONCURRENCY) await Promise.all(tokens.slice(i, i + CONCURRENCY).map((_, j) => overHttp(tokens)(i + j)));
+      for (let i = 0; i < players.length; i += CONCURRENCY) await Promise.all(tokens.slice(i, i + CONCURRENCY).map(once));
 
       progress(`bare pg pool, ${PLAYERS} wallets, ${CONCURRENCY} in flight`);
       record(`bare pg pool (${POOL} connections), same transaction (baseline)`, PLAYERS, await drive(PLAYERS, direct(ids)));
       progress(`svc POST /store/purchase, ${PLAYERS} players, ${CONCURRENCY} in flight`);
-      record('svc POST /store/purchase', PLAYERS, await withCpu(() => drive(PLAYERS, overHttp(tokens))));
+      record('svc POST /store/purchase', PLAYERS, await withCpu(() => overHttp(node.port, tokens, body)));
       progress(`bare pg pool, one wallet, ${CONCURRENCY} in flight`);
       record(`bare pg pool (${POOL} connections), one contended wallet (baseline)`, 1, await drive(1, direct(ids)));
       progress(`svc POST /store/purchase, one player, ${CONCURRENCY} in flight`);
-      record('svc POST /store/purchase, one contended wallet', 1, await withCpu(() => drive(1, overHttp(tokens))));
+      record('svc POST /store/purchase, one contended wallet', 1, await withCpu(() => overHttp(node.port, tokens.slice(0, 1), body)));
       await node.request('stop', {}, 60_000);
     } finally {
       await node.stop();
