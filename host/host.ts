@@ -147,11 +147,12 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   let closing: Promise<void> | null = null;
   const shutdown = new AbortController();
   const leaderboardFlush = new LeaderboardFlush(ctx);
-  const readyPromise = migrateWhenReachable({ ...options, database }, ctx.db, log, shutdown.signal).then(async (applied) => {
+  const readyPromise = bootWhenReachable({ ...options, database }, ctx.db, log, shutdown.signal, async () => {
     // Routes answer from the catalogue's tables, so they open once it is synced.
     await catalogue?.start(ctx);
     // Reads answer from the boards, so they are back before the routes open.
     await leaderboardFlush.reload();
+  }).then(async (applied) => {
     markReady();
     log.info('migrations_complete', { applied, database: database.kind });
     // Boot reports a known database state: the first probe has answered.
@@ -230,17 +231,29 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
 export class BootRefusal extends Error {}
 
 /**
- * Brings the schema up to date, waiting out a database that is not reachable
- * yet (a node and its database often start together) with a capped backoff,
- * for at most `db_boot_timeout_ms`. Any other failure is final at once.
+ * Brings the schema up to date and does the boot's other database work,
+ * waiting out a database that is not reachable yet (a node and its database
+ * often start together) with a capped backoff, for at most
+ * `db_boot_timeout_ms`. Any other failure is final at once.
  */
-async function migrateWhenReachable(options: ServerOptions & { database: OpenDatabase }, db: Ctx['db'], log: Logger, stop: AbortSignal): Promise<string[]> {
+async function bootWhenReachable(
+  options: ServerOptions & { database: OpenDatabase },
+  db: Ctx['db'],
+  log: Logger,
+  stop: AbortSignal,
+  /** Boot work that needs the migrated tables (catalogue sync, board reload); it may run more than once. */
+  afterMigrations: () => Promise<void>,
+): Promise<string[]> {
   const migrate = options.migrate ?? ((target: Ctx['db']) => migrateToLatest(target, (step) => log.info('migration_applied', { name: step.name, ms: step.ms })));
   const giveUpAt = Date.now() + options.settings.db_boot_timeout_ms;
+  const applied: string[] = [];
   for (let attempt = 0; ; attempt++) {
     const handle = options.database.unbounded?.();
     try {
-      return (await migrate(handle?.db ?? db)) as string[];
+      applied.push(...((await migrate(handle?.db ?? db)) as string[]));
+      // A database that goes away between the migrations and the rest of the boot is waited for the same way.
+      await afterMigrations();
+      return applied;
     } catch (err) {
       const fault = databaseFault(err);
       if (!fault || stop.aborted) throw err;

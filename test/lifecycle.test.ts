@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -83,12 +83,40 @@ describe('database outage', () => {
   it('answers the error object, not a crash, when the database is unreachable', async () => {
     // Port 1 on loopback: nothing listens, so every query fails to connect.
     const dead = openPostgres({ url: 'postgres://postgres@127.0.0.1:1/test', poolSize: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000 });
-    const s = await startTestServer({}, { database: dead, migrate: async () => [] });
+    // The boot waits for the database (its catalogue and boards live there), answering meanwhile.
+    const s = await startTestServer({}, { database: dead, migrate: async () => [], waitReady: false });
     try {
+      await expect.poll(async () => (await s.call('GET', '/api/v1/health/ready')).body.error?.details?.reason, { timeout: 10_000 }).toBe('database_unavailable');
       const res = await s.call('GET', '/api/v1/health/ready');
       expect(res.status).toBe(503);
       expect(res.body.error).toMatchObject({ code: 'not_ready', details: { reason: 'database_unavailable' } });
       expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('a database that drops out during the boot', () => {
+  it('is waited for after the migrations too: the boards reload once it is back, then the node is ready', async () => {
+    const database = await freshDatabase();
+    // The first two reads of the boards fail as a refused connection does.
+    let refusals = 2;
+    const flaky: KyselyPlugin = {
+      transformQuery(args) {
+        if (refusals > 0 && /from leaderboard_entries/.test(JSON.stringify(args.node, (_, v) => (typeof v === 'bigint' ? String(v) : v)))) {
+          refusals--;
+          throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        }
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    };
+    const s = await startTestServer({}, { database: { ...database, db: database.db.withPlugin(flaky) } });
+    try {
+      expect(refusals).toBe(0);
+      expect(s.logs.filter((l) => l.event === 'migrations_waiting')).toHaveLength(2);
+      expect((await s.call('GET', '/api/v1/health/ready')).status).toBe(200);
     } finally {
       await s.close();
     }
