@@ -198,6 +198,26 @@ describe('the store', () => {
     expectError(await buy(p, { listing_id: 7 }), 400, 'missing_field');
     expectError(await buy(p, '[1]'), 400, 'invalid_payload');
   });
+
+  it('answers 500 economy.purchase_failed when the database refuses the item, and charges nothing', async () => {
+    const p = await player();
+    await credit(p, 'gold', 100);
+    // The database refuses this player's new items, as a broken constraint or a full disk would.
+    await sql`create function refuse_item() returns trigger language plpgsql as $$
+      begin if new.player_id = ${sql.lit(p.player_id)}::uuid then raise exception 'refused'; end if; return new; end $$`.execute(app.ctx.db);
+    await sql`create trigger refuse_item before insert on player_items for each row execute function refuse_item()`.execute(app.ctx.db);
+    try {
+      expectError(await buy(p, { listing_id: listing.potion_gold }), 500, 'economy.purchase_failed');
+      expect(await balanceOf(p, 'gold')).toBe(100);
+      expect((await get(p, '/wallets/gold/history')).body.transactions).toHaveLength(1);
+      expect((await get(p, '/inventory')).body.items).toEqual([]);
+    } finally {
+      await sql`drop trigger refuse_item on player_items`.execute(app.ctx.db);
+      await sql`drop function refuse_item()`.execute(app.ctx.db);
+    }
+    expect((await buy(p, { listing_id: listing.potion_gold })).status).toBe(200);
+    expect(await ledgerMismatches(app.ctx.db)).toEqual([]);
+  });
 });
 
 describe('inventory', () => {
