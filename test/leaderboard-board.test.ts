@@ -82,6 +82,11 @@ describe('in-memory leaderboard against a sorted array', () => {
           const kept = model.rows.get(p)!;
           expect(standing).toMatchObject({ playerId: p, score: kept.score, subScore: kept.subScore, updatedAt: kept.updatedAt });
         }
+        // The head a board keeps formatted must follow every change that reaches it.
+        if (step % 25 === 0) {
+          const head = model.sorted().slice(0, 100);
+          expect(board.top(100)).toEqual(head.map((row, i) => ({ ...row, rank: i + 1 })));
+        }
         if (step % 500 === 0 || step === 11_999) {
           const sorted = model.sorted();
           expect([...board.entries()]).toEqual(sorted);

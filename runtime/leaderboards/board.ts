@@ -39,6 +39,9 @@ export interface EntryRow {
   updatedAt: number;
 }
 
+/** How many leading entries a board keeps formatted (the routes' top limit). */
+const HEAD = 100;
+
 export const INT64_MIN = -(1n << 63n);
 export const INT64_MAX = (1n << 63n) - 1n;
 const SIGN = 1n << 63n;
@@ -64,6 +67,13 @@ export class Board {
   #indexMask: number;
   readonly #tree: RankedTree;
   readonly #desc: boolean;
+  /**
+   * The first HEAD entries as last formatted, or null once a change reached
+   * them. A board's head is read far more than it changes (a new score rarely
+   * lands in the top hundred of a large board), and formatting an entry from
+   * its words is most of what a top read costs.
+   */
+  #head: Standing[] | null = null;
 
   constructor(
     readonly id: string,
@@ -110,10 +120,12 @@ export class Board {
       } else if (this.rules.operator === 'best' && !this.#better(slot, score, subScore)) {
         return this.#standing(slot);
       }
+      this.#touching(slot);
       this.#tree.remove(slot);
       this.#writeScores(slot, nextScore, nextSub);
     }
     this.#tree.insert(slot);
+    this.#touching(slot);
     this.#updatedAt[slot] = now;
     this.#markDirty(slot);
     return this.#standing(slot);
@@ -128,6 +140,7 @@ export class Board {
     this.#writeScores(slot, row.score, row.subScore);
     this.#tree.insert(slot);
     this.#updatedAt[slot] = row.updatedAt;
+    this.#head = null;
   }
 
   get(playerId: string): Standing | null {
@@ -138,7 +151,9 @@ export class Board {
 
   /** The first `count` entries. */
   top(count: number): Standing[] {
-    return this.#standings(0, count);
+    if (count > HEAD) return this.#standings(0, count);
+    this.#head ??= this.#standings(0, HEAD);
+    return this.#head.slice(0, count);
   }
 
   /** Up to `range` entries above the player, the player, up to `range` below; empty when the player has no entry. */
@@ -156,6 +171,7 @@ export class Board {
     if (!isPlayerId(playerId)) return false;
     const slot = this.#find(playerWords(playerId));
     if (slot === EMPTY) return false;
+    this.#touching(slot);
     this.#tree.remove(slot);
     this.#unindex(slot);
     if (this.#dirty[slot]) this.#dirtyCount--;
@@ -193,6 +209,11 @@ export class Board {
   /** Every entry in order, as stored (tests compare with a naive order). */
   *entries(): Generator<EntryRow> {
     for (const slot of this.#tree.slots()) yield this.#row(slot);
+  }
+
+  /** A slot in the tree about to change or just changed: the cached head goes if the slot is in it. */
+  #touching(slot: number): void {
+    if (this.#head !== null && this.#tree.rank(slot) < HEAD) this.#head = null;
   }
 
   #row(slot: number): EntryRow {
