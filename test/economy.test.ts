@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
 import { grant } from '../runtime/economy/wallets';
-import { expectError, freshUsername } from './support/accounts';
+import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { inProcessApp, type InProcessApp } from './support/app';
 import { ledgerMismatches } from './support/economy';
 
@@ -46,16 +46,8 @@ afterAll(async () => {
   await app?.close();
 });
 
-interface Player {
-  player_id: string;
-  access_token: string;
-}
-
-async function player(): Promise<Player> {
-  const res = await app.call('POST', '/api/v1/auth/register', { body: { username: freshUsername('eco'), password: 'correct horse' } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
+type Player = TestPlayer;
+const player = () => registerPlayer(app, 'correct horse', 'eco');
 
 const credit = (p: Player, currency: string, amount: number) => grant(app.ctx, { playerId: p.player_id, currency, amount, reason: 'test_credit' });
 const get = (p: Player, path: string) => app.call('GET', `/api/v1${path}`, { token: p.access_token });

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError } from './support/accounts';
+import { expectError, registerPlayer, type TestPlayer as Player } from './support/accounts';
 import type { InProcessApp } from './support/app';
-import { Deployments, signUp, type SignedUp as Player } from './support/deployments';
+import { Deployments } from './support/deployments';
 import { FakeGooglePlay, type FakeAnswer } from './support/fake-google-play';
 
 /**
@@ -42,7 +42,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const player = () => signUp(app);
+const player = () => registerPlayer(app);
 
 let serial = 0;
 /** A purchase the fake knows under a fresh token; returns the token. */

@@ -1,9 +1,9 @@
 import { CompactSign, importPKCS8 } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError } from './support/accounts';
+import { expectError, registerPlayer, type TestPlayer as Player } from './support/accounts';
 import type { InProcessApp } from './support/app';
-import { Deployments, signUp, type SignedUp as Player } from './support/deployments';
+import { Deployments } from './support/deployments';
 import { StoreCertificates, type ChainName } from './support/store-certificates';
 
 /**
@@ -31,7 +31,7 @@ afterAll(async () => {
   pki?.remove();
 });
 
-const player = (on: InProcessApp = app) => signUp(on);
+const player = (on: InProcessApp = app) => registerPlayer(on);
 let serial = 0;
 function transaction(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   const id = `${2000000000 + Date.now() % 1e8}${++serial}`;

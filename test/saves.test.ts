@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, freshUsername } from './support/accounts';
+import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { inProcessApp, type InProcessApp } from './support/app';
 
 /**
@@ -21,16 +21,8 @@ afterAll(async () => {
   await off?.close();
 });
 
-interface Player {
-  player_id: string;
-  access_token: string;
-}
-
-async function player(on = app): Promise<Player> {
-  const res = await on.call('POST', '/api/v1/auth/register', { body: { username: freshUsername('save'), password: 'correct horse' } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
+type Player = TestPlayer;
+const player = (on = app) => registerPlayer(on, 'correct horse', 'save');
 
 const put = (p: Player, slot: string, body: unknown, on = app) => on.call('PUT', `/api/v1/saves/${encodeURIComponent(slot)}`, { token: p.access_token, body });
 const get = (p: Player, slot: string, on = app) => on.call('GET', `/api/v1/saves/${encodeURIComponent(slot)}`, { token: p.access_token });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, freshUsername } from './support/accounts';
+import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { inProcessApp, type InProcessApp } from './support/app';
 
 /**
@@ -20,16 +20,8 @@ afterAll(async () => {
   await off?.close();
 });
 
-interface Player {
-  player_id: string;
-  access_token: string;
-}
-
-async function player(on = app): Promise<Player> {
-  const res = await on.call('POST', '/api/v1/auth/register', { body: { username: freshUsername('st'), password: 'correct horse' } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body;
-}
+type Player = TestPlayer;
+const player = (on = app) => registerPlayer(on, 'correct horse', 'st');
 
 const path = (collection: string, key?: string, owner?: Player) =>
   `/api/v1/storage/${encodeURIComponent(collection)}${key === undefined ? '' : `/${encodeURIComponent(key)}`}${owner ? `?owner=${owner.player_id}` : ''}`;

@@ -5,7 +5,8 @@ import { databaseFault } from '../platform/database';
 import { isStorableText } from '../platform/text';
 import { itemView } from './inventory';
 import { purchase } from './store';
-import { CommitAbandoned, debit, grant, listWallets, MAX_BALANCE, type CommitGuard, type Wallet } from './wallets';
+import { debit, grant, listWallets, MAX_BALANCE, type Wallet } from './wallets';
+import { CommitAbandoned, type CommitGuard } from '../platform/commit-guard';
 
 /**
  * `game.economy.*` for match and RPC scripts (lua-scripting 7.6): the same

@@ -6,7 +6,8 @@ import { databaseFault, isoSeconds, type Db } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import type { StoreListingView, StoreQuery } from '../schemas/economy';
 import { addItem, type PlayerItem } from './inventory';
-import { changeWrites, CommitAbandoned, noPlayer, openWallet, type CommitGuard, type Wallet } from './wallets';
+import { changeWrites, noPlayer, openWallet, type Wallet } from './wallets';
+import { CommitAbandoned, type CommitGuard } from '../platform/commit-guard';
 
 /**
  * The store: the catalogue's listings, and buying one. A purchase is one

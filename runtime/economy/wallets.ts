@@ -6,6 +6,7 @@ import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
 import { isUuid } from '../platform/ids';
 import { newestFirst } from '../platform/pages';
+import type { CommitGuard } from '../platform/commit-guard';
 import type { LedgerEntryView, LedgerQuery, WalletView } from '../schemas/economy';
 
 /**
@@ -29,19 +30,6 @@ export const MAX_BALANCE = 2_147_483_647;
 
 export type Wallet = Selectable<WalletsTable>;
 type Trx = Transaction<Database>;
-
-/** What a mutation's caller may run last inside the transaction: a throw (`CommitAbandoned`) rolls the change back. */
-export interface CommitGuard {
-  beforeCommit?: () => void;
-}
-
-/** The caller gave up waiting before the change committed (a script past its deadline): nothing was changed. */
-export class CommitAbandoned extends Error {
-  constructor() {
-    super('the caller stopped waiting; the change was rolled back');
-    this.name = 'CommitAbandoned';
-  }
-}
 
 /** One balance change as the services describe it: `amount` is signed (negative for debits). */
 export interface LedgerWrite {

@@ -1,7 +1,8 @@
 import type { Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import type { IapTransactionsTable } from '../contracts/schema';
-import { applyChange, openWallet, type CommitGuard, type Wallet } from '../economy/wallets';
+import { applyChange, openWallet, type Wallet } from '../economy/wallets';
+import type { CommitGuard } from '../platform/commit-guard';
 import { isUuid } from '../platform/ids';
 import type { StoreProvider } from './receipts';
 

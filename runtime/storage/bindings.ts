@@ -1,5 +1,5 @@
 import type { Ctx } from '../contracts/context';
-import { CommitAbandoned, type CommitGuard } from '../economy/wallets';
+import { CommitAbandoned, type CommitGuard } from '../platform/commit-guard';
 import type { AwaitedBinding, JsonValue } from '../lua/api';
 import { databaseFault } from '../platform/database';
 import { isUuid } from '../platform/ids';

@@ -4,7 +4,7 @@ import { ApiError } from '../contracts/errors';
 import type { Database, StoragePerm, StorageTable } from '../contracts/schema';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
-import type { CommitGuard } from '../economy/wallets';
+import type { CommitGuard } from '../platform/commit-guard';
 import { newestFirst } from '../platform/pages';
 import type { CollectionQuery, StorageObjectView, StorageWrite } from '../schemas/storage';
 

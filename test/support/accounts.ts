@@ -18,8 +18,9 @@ export function freshUsername(prefix = 'p'): string {
   return `${prefix}_${Date.now().toString(36)}${counter}`.slice(0, 32);
 }
 
-export async function registerPlayer(s: TestServer, password = 'correct horse'): Promise<TestPlayer> {
-  const username = freshUsername();
+/** Registers a fresh password player on a server or an in-process app. */
+export async function registerPlayer(s: Pick<TestServer, 'call'>, password = 'correct horse', prefix = 'p'): Promise<TestPlayer> {
+  const username = freshUsername(prefix);
   const res = await s.call('POST', '/api/v1/auth/register', { body: { username, password } });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return { ...res.body, password };

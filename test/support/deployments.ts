@@ -1,7 +1,5 @@
-import { expect } from 'vitest';
 import type { OpenDatabase } from '../../host/infra/database';
 import type { RawSettings } from '../../runtime/contracts/settings';
-import { freshUsername } from './accounts';
 import { inProcessApp, type InProcessApp } from './app';
 import { freshDatabase } from './database';
 
@@ -29,18 +27,4 @@ export class Deployments {
     for (const app of this.#apps) await app.close();
     await this.database.close();
   }
-}
-
-export interface SignedUp {
-  player_id: string;
-  access_token: string;
-  password: string;
-}
-
-/** Registers a fresh password player on `app`. */
-export async function signUp(app: InProcessApp): Promise<SignedUp> {
-  const password = 'correct horse';
-  const res = await app.call('POST', '/api/v1/auth/register', { body: { username: freshUsername(), password } });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return { ...res.body, password };
 }
