@@ -214,6 +214,9 @@ const rawSchema = z
 
 export type RawSettings = z.input<typeof rawSchema>;
 
+/** Every top-level setting name (the README's configuration table lists each one; a test checks). */
+export const SETTING_NAMES: readonly string[] = Object.keys(rawSchema.shape);
+
 export interface Settings extends Omit<z.output<typeof rawSchema>, 'registration' | 'rate_limits' | 'guest_verifier_pepper'> {
   /** Usable peppers by key id (a bare pepper becomes `guest_verifier_key_id`); empty when none qualifies. */
   guest_verifier_pepper: Record<string, string>;
