@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Principal, TokenResolver } from '../../runtime/contracts/context';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { MAX_TOKEN_LENGTH, type ResolvedAccess } from '../../runtime/accounts/tokens';
 
 export interface TokenCacheOptions {
@@ -20,7 +20,8 @@ export interface TokenCacheOptions {
  * behind password hashing: a reconnect storm during a login storm paid for both.
  */
 function tokenHash(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  // The one-shot form: a third of the cost of a Hash object, on every authenticated request.
+  return hash('sha256', token, 'hex');
 }
 
 interface Entry {
