@@ -10,13 +10,10 @@
 import pg from 'pg';
 import { forkChild } from './_children';
 import { progress, table } from './_report';
+import { numberOption } from './_options';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const SOCKETS = arg('sockets', 10_000);
-const CONCURRENCY = arg('concurrency', 500);
+const SOCKETS = numberOption('sockets', 10_000);
+const CONCURRENCY = numberOption('concurrency', 500);
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `storm_${Date.now().toString(36)}`;

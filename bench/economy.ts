@@ -17,14 +17,11 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { forkChild, serveParent, svcImport, svcRevision } from './_children';
 import { progress, table } from './_report';
+import { numberOption } from './_options';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const SECONDS = arg('seconds', 10);
-const PLAYERS = arg('players', 1000);
-const CONCURRENCY = arg('concurrency', 50);
+const SECONDS = numberOption('seconds', 10);
+const PLAYERS = numberOption('players', 1000);
+const CONCURRENCY = numberOption('concurrency', 50);
 /** The node's default `db_pool_size`; the baseline pool gets the same. */
 const POOL = 10;
 const TARGET_RATE = 1000;

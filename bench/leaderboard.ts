@@ -24,23 +24,20 @@ import path from 'node:path';
 import pg from 'pg';
 import { forkChild, serveParent, svcImport, svcRevision, type Child } from './_children';
 import { progress, table } from './_report';
+import { numberOption } from './_options';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const ENTRIES = arg('entries', 1_000_000);
-const PLAYERS = arg('players', 1000);
-const SECONDS = arg('seconds', 8);
+const ENTRIES = numberOption('entries', 1_000_000);
+const PLAYERS = numberOption('players', 1000);
+const SECONDS = numberOption('seconds', 8);
 const READERS = 100;
 /** Submits per second, paced, while the reads are measured: a closed loop of every player would measure queueing, not the reads. */
-const PACED = arg('paced', 5000);
+const PACED = numberOption('paced', 5000);
 /**
  * Reads per second across the 100 reading connections (ten a second each, a
  * client refreshing a leaderboard screen) for the latency target; the
  * closed-loop row beside it shows the saturation throughput.
  */
-const READ_RATE = arg('read-rate', 1000);
+const READ_RATE = numberOption('read-rate', 1000);
 const BOARD = 'bench';
 const TARGET_SUBMITS = 20_000;
 const TARGET_P99_MS = 5;

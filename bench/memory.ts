@@ -12,13 +12,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { start, startHost, svcRoot, type Child } from './_children';
+import { numberOption } from './_options';
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const PLAYERS = arg('players', 10_000);
-const IDLE_MS = arg('idle-ms', 5000);
+const PLAYERS = numberOption('players', 10_000);
+const IDLE_MS = numberOption('idle-ms', 5000);
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
