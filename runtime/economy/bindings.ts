@@ -6,7 +6,7 @@ import { isStorableText } from '../platform/text';
 import { itemView } from './inventory';
 import { purchase } from './store';
 import { debit, grant, listWallets, MAX_BALANCE, type Wallet } from './wallets';
-import { CommitAbandoned, type CommitGuard } from '../platform/commit-guard';
+import { CommitAbandoned, guardOf, type CommitGuard } from '../platform/commit-guard';
 
 /**
  * `game.economy.*` for match and RPC scripts (lua-scripting 7.6): the same
@@ -22,15 +22,6 @@ const DEBIT = 'game.economy.debit(player_id, currency, amount[, reason])';
 const BALANCE = 'game.economy.balance(player_id)';
 const PURCHASE = 'game.economy.purchase(player_id, listing_id)';
 const REASON_MAX = 64;
-
-/** A change the script is still waiting for commits; one it gave up on rolls back. */
-export function guardOf(claim: () => boolean): CommitGuard {
-  return {
-    beforeCommit: () => {
-      if (!claim()) throw new CommitAbandoned();
-    },
-  };
-}
 
 /** What a refusal tells the script: the reason the service named, else the code's last part (`economy.insufficient_funds` → `insufficient_funds`). */
 export function refusal(err: unknown): JsonValue {

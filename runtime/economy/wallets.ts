@@ -57,7 +57,7 @@ export function insufficientFunds(balance: number, price: number): ApiError {
 }
 
 /** The player's wallet in `currency`, locked for the rest of the transaction; null when it does not exist. */
-async function lockedWallet(trx: Trx, playerId: string, currency: string): Promise<Wallet | null> {
+export async function lockedWallet(trx: Trx, playerId: string, currency: string): Promise<Wallet | null> {
   const row = await trx.selectFrom('wallets').selectAll().where('player_id', '=', playerId).where('currency', '=', currency).forUpdate().executeTakeFirst();
   return row ?? null;
 }

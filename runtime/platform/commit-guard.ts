@@ -15,3 +15,12 @@ export class CommitAbandoned extends Error {
     this.name = 'CommitAbandoned';
   }
 }
+
+/** The guard of a script binding: `claim` is true while the script still waits (its worker's claim cell). */
+export function guardOf(claim: () => boolean): CommitGuard {
+  return {
+    beforeCommit: () => {
+      if (!claim()) throw new CommitAbandoned();
+    },
+  };
+}

@@ -1,5 +1,6 @@
 import type { Ctx } from '../contracts/context';
-import { guardOf, refusal } from '../economy/bindings';
+import { refusal } from '../economy/bindings';
+import { guardOf } from '../platform/commit-guard';
 import { MAX_BALANCE } from '../economy/wallets';
 import type { AwaitedBinding, JsonValue } from '../lua/api';
 import { isoSeconds } from '../platform/database';

@@ -48,9 +48,8 @@ export const Joined = z.object({ success: z.literal(true), tournament_id: Uuid }
 export const Standing = z.object({
   rank: z.number().int(),
   player_id: Uuid,
-  /** A 64-bit integer, as a string when it does not fit a JSON number exactly. */
-  score: z.union([z.number().int(), z.string()]),
-  sub_score: z.union([z.number().int(), z.string()]),
+  score: z.number().int(),
+  sub_score: z.number().int(),
   reward: z.record(z.string(), z.number().int()),
 });
 export const StandingList = z.object({ tournament_id: Uuid, status: z.enum(TOURNAMENT_STATUSES), standings: z.array(Standing) });

@@ -1,5 +1,5 @@
 import type { Ctx } from '../contracts/context';
-import { CommitAbandoned, type CommitGuard } from '../platform/commit-guard';
+import { CommitAbandoned, guardOf } from '../platform/commit-guard';
 import type { AwaitedBinding, JsonValue } from '../lua/api';
 import { databaseFault } from '../platform/database';
 import { isUuid } from '../platform/ids';
@@ -50,15 +50,6 @@ function failure(err: unknown): JsonValue {
   if ((err as { code?: unknown }).code === '23503') return { error: 'player_not_found' };
   if (databaseFault(err)) return { error: 'database_unavailable' };
   throw err;
-}
-
-/** A change the script is still waiting for commits; one it gave up on rolls back. */
-function guardOf(claim: () => boolean): CommitGuard {
-  return {
-    beforeCommit: () => {
-      if (!claim()) throw new CommitAbandoned();
-    },
-  };
 }
 
 type Parsed = { address: ObjectAddress; value: JsonValue | undefined } | { answer: JsonValue };

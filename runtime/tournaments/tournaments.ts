@@ -2,7 +2,7 @@ import type { Selectable, Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { Database, TournamentsTable } from '../contracts/schema';
-import { openWallet, applyChange } from '../economy/wallets';
+import { applyChange, lockedWallet, openWallet } from '../economy/wallets';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
 import type { TournamentFilter, TournamentView } from '../schemas/tournaments';
@@ -48,7 +48,7 @@ export interface BoardLine {
   subScore: bigint;
 }
 
-/** Where the clock reads a tournament's final order: these players' lines on its board, best first. */
+/** Where the clock reads a tournament's final order: these players' lines on its board, best first (players without a score left out). */
 export type StandingsSource = (leaderboardId: string, playerIds: readonly string[]) => readonly BoardLine[];
 
 export function feeOf(row: Pick<TournamentRow, 'entry_fee'>): EntryFee | null {
@@ -167,15 +167,9 @@ export async function advanceTournaments(ctx: Pick<Ctx, 'db' | 'ids' | 'log'>, n
     .where('start_at', '<=', at)
     .returning('id')
     .execute();
-  const due = await ctx.db.selectFrom('tournaments').select(['id', 'leaderboard_id']).where('status', '=', 'active').where('end_at', '<=', at).execute();
+  const due = await ctx.db.selectFrom('tournaments').select('id').where('status', '=', 'active').where('end_at', '<=', at).execute();
   const finished: string[] = [];
-  for (const t of due) {
-    // Read before the transaction: the board is this node's memory, and a
-    // transaction must not wait on anything but the database.
-    const entrants = await ctx.db.selectFrom('tournament_entrants').select('player_id').where('tournament_id', '=', t.id).execute();
-    const lines = standings(t.leaderboard_id, entrants.map((e) => e.player_id));
-    if (await finishTournament(ctx, t.id, lines, at)) finished.push(t.id);
-  }
+  for (const t of due) if (await finishTournament(ctx, t.id, standings, at)) finished.push(t.id);
   return { activated: activated.map((r) => r.id), finished };
 }
 
@@ -185,7 +179,7 @@ export async function advanceTournaments(ctx: Pick<Ctx, 'db' | 'ids' | 'log'>, n
  * `finished`: whoever flips it pays, anyone else (a second node, a retry after
  * a crash that rolled the first attempt back) finds nothing to do.
  */
-async function finishTournament(ctx: Pick<Ctx, 'db' | 'ids' | 'log'>, id: string, lines: readonly BoardLine[], at: Date): Promise<boolean> {
+async function finishTournament(ctx: Pick<Ctx, 'db' | 'ids' | 'log'>, id: string, standings: StandingsSource, at: Date): Promise<boolean> {
   return ctx.db.transaction().execute(async (trx) => {
     const row = await trx
       .updateTable('tournaments')
@@ -195,8 +189,9 @@ async function finishTournament(ctx: Pick<Ctx, 'db' | 'ids' | 'log'>, id: string
       .returningAll()
       .executeTakeFirst();
     if (!row) return false;
-    const entrants = new Set((await trx.selectFrom('tournament_entrants').select('player_id').where('tournament_id', '=', id).execute()).map((e) => e.player_id));
-    const ranked = lines.filter((l) => entrants.has(l.playerId));
+    const entrants = await trx.selectFrom('tournament_entrants').select('player_id').where('tournament_id', '=', id).execute();
+    // The board is this node's memory, read at once: the transaction waits on nothing else.
+    const ranked = standings(row.leaderboard_id, entrants.map((e) => e.player_id));
     const tiers = rewardTiers(row);
     for (let i = 0; i < ranked.length; i++) {
       const rank = i + 1;
@@ -208,7 +203,7 @@ async function finishTournament(ctx: Pick<Ctx, 'db' | 'ids' | 'log'>, id: string
         .values({ tournament_id: id, rank, player_id: line.playerId, score: line.score.toString(), sub_score: line.subScore.toString(), reward: jsonb(paid) })
         .execute();
     }
-    ctx.log.info('tournament_finished', { tournament_id: id, entrants: entrants.size, ranked: ranked.length });
+    ctx.log.info('tournament_finished', { tournament_id: id, entrants: entrants.length, ranked: ranked.length });
     return true;
   });
 }
@@ -256,7 +251,7 @@ export async function cancelTournament(trx: Trx, ids: Ctx['ids'], id: string, at
     .execute();
   for (const e of paid) {
     // The entrant's wallet exists (the fee came out of it), so a dropped currency still refunds.
-    const wallet = await trx.selectFrom('wallets').selectAll().where('player_id', '=', e.player_id).where('currency', '=', e.fee_currency!).forUpdate().executeTakeFirst();
+    const wallet = await lockedWallet(trx, e.player_id, e.fee_currency!);
     if (wallet) await applyChange(trx, ids, wallet, { amount: e.fee_amount, reason: 'tournament_refund', referenceType: 'tournament', referenceId: id });
   }
   return true;
@@ -270,12 +265,7 @@ export async function tournamentStandings(db: Db, id: string) {
   return {
     tournament_id: row.id,
     status: row.status,
-    standings: lines.map((l) => ({ rank: l.rank, player_id: l.player_id, score: jsonInteger(l.score), sub_score: jsonInteger(l.sub_score), reward: l.reward as Record<string, number> })),
+    // As leaderboard entries answer them: the nearest JSON number.
+    standings: lines.map((l) => ({ rank: l.rank, player_id: l.player_id, score: Number(l.score), sub_score: Number(l.sub_score), reward: l.reward as Record<string, number> })),
   };
-}
-
-/** A 64-bit integer as a JSON number when it is one exactly, else as its decimal string. */
-function jsonInteger(value: string | number | bigint): number | string {
-  const n = Number(value);
-  return Number.isSafeInteger(n) ? n : String(value);
 }

@@ -7,6 +7,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { jsonLogger } from '../../runtime/platform/log';
 import { offlineLive } from '../../runtime/platform/offline-live';
 import { parseSettings, type RawSettings } from '../../runtime/contracts/settings';
+import { answerOf, requestInit, type Answer, type CallOptions } from './calls';
 import { freshDatabase } from './database';
 import { TEST_RATE_LIMITS } from './server';
 
@@ -21,7 +22,7 @@ export interface InProcessApp {
   app: App;
   ctx: Ctx;
   logs: Record<string, unknown>[];
-  call(method: string, path: string, options?: { body?: unknown; token?: string; headers?: Record<string, string>; ip?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(method: string, path: string, options?: CallOptions & { ip?: string }): Promise<Answer>;
   close(): Promise<void>;
 }
 
@@ -45,24 +46,8 @@ export async function inProcessApp(raw: RawSettings = {}, options: InProcessOpti
     ctx,
     logs,
     async call(method, path, opts = {}) {
-      const headers = new Headers(opts.headers ?? {});
-      if (opts.token) headers.set('authorization', `Bearer ${opts.token}`);
-      let body: string | undefined;
-      if (opts.body !== undefined) {
-        body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-        if (!headers.has('content-type')) headers.set('content-type', 'application/json');
-        headers.set('content-length', String(Buffer.byteLength(body)));
-      }
-      const request = new Request(`http://localhost${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
-      const res = await app.fetch(request, { ip: opts.ip ?? '127.0.0.1', requestId: `in-process-${++n}` });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {
-        /* leave as text: a test will say so */
-      }
-      return { status: res.status, body: parsed, headers: res.headers };
+      const request = new Request(`http://localhost${path}`, requestInit(method, opts, true));
+      return answerOf(await app.fetch(request, { ip: opts.ip ?? '127.0.0.1', requestId: `in-process-${++n}` }));
     },
     async close() {
       limits.close();

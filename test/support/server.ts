@@ -5,6 +5,7 @@ import { createHost, type RunningServer, type ServerOptions } from '../../host/h
 import type { OpenDatabase } from '../../host/infra/database';
 import type { Route } from '../../handlers/contract';
 import { allRoutes } from '../../handlers/routes';
+import { answerOf, requestInit, type Answer, type CallOptions } from './calls';
 import { freshDatabase } from './database';
 
 /** Test configuration raises the per-IP buckets as spec part 8 describes. */
@@ -18,13 +19,7 @@ export const TEST_RATE_LIMITS = {
 export interface TestServer extends RunningServer {
   logs: Record<string, unknown>[];
   /** fetch against the server with JSON conveniences. */
-  call(method: string, path: string, options?: CallOptions): Promise<{ status: number; body: any; headers: Headers }>;
-}
-
-export interface CallOptions {
-  body?: unknown;
-  token?: string;
-  headers?: Record<string, string>;
+  call(method: string, path: string, options?: CallOptions): Promise<Answer>;
 }
 
 export interface TestServerOptions {
@@ -70,22 +65,7 @@ export async function startTestServer(raw: RawSettings = {}, options: TestServer
     ...running,
     logs,
     async call(method, path, opts = {}) {
-      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-      let body: string | undefined;
-      if (opts.body !== undefined) {
-        body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const res = await fetch(running.url + path, { method, headers, ...(body !== undefined ? { body } : {}) });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {
-        /* leave as text: a test will say so */
-      }
-      return { status: res.status, body: parsed, headers: res.headers };
+      return answerOf(await fetch(running.url + path, requestInit(method, opts)));
     },
   };
 }
