@@ -173,9 +173,11 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
       .filter((line) => line !== null)
       .sort((x, y) => x.rank - y.rank),
   );
-  readyPromise.then(() => tournamentClock.start(), () => {});
-  // An edit of the declarations may move a start or an end: the clock re-reads its schedule.
-  catalogue?.onSynced(() => void tournamentClock.tick());
+  readyPromise.then(() => {
+    tournamentClock.start();
+    // A later edit of the declarations may move a start or an end: the clock re-reads its schedule.
+    catalogue?.onSynced(() => void tournamentClock.tick());
+  }, () => {});
 
   const hooks: (() => Promise<void> | void)[] = [];
   // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
