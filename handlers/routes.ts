@@ -20,11 +20,12 @@ import { saveRoutes } from './routes/saves';
 import { voteRoutes } from './routes/votes';
 import { storageRoutes } from './routes/storage';
 import { tournamentRoutes } from './routes/tournaments';
+import { worldRoutes } from './routes/worlds';
 
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...tournamentRoutes, ...voteRoutes);
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...worldRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...tournamentRoutes, ...voteRoutes);
   return routes;
 }
 

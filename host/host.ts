@@ -182,6 +182,8 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   const hooks: (() => Promise<void> | void)[] = [];
   // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
   live.start(ctx, server);
+  // Persistent worlds a previous run left come back once their tables answer.
+  readyPromise.then(() => live.worlds.recover(), () => {}).catch((err) => log.error('world_recovery_failed', { error: err }));
   hooks.push(() => live.close());
   // After the matches stopped: their scripts' last scores are in.
   hooks.push(() => leaderboardFlush.stop());

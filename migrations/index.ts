@@ -9,6 +9,7 @@ import * as m0024 from './0024_leaderboards';
 import * as m0025 from './0025_votes';
 import * as m0026 from './0026_tournaments';
 import * as m0027 from './0027_receipt_redemption';
+import * as m0028 from './0028_worlds';
 
 /**
  * Every migration, in order. Imported statically so the bundle carries them;
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '0025_votes': m0025,
   '0026_tournaments': m0026,
   '0027_receipt_redemption': m0027,
+  '0028_worlds': m0028,
 };

@@ -17,4 +17,5 @@ guest_auth = true
 return {
   arena = "arena.lua", -- 2-player movement duel, matchmade
   lobby = "lobby.lua", -- listed drop-in room, joinable from the live list
+  village = "village.lua", -- a small world: walkers and sheep in zones
 }

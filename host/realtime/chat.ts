@@ -18,7 +18,7 @@ import { sendDirectMessage } from '../../runtime/social/dm';
 import { FrameError } from '../../runtime/contracts/frames';
 import { chatJoin, chatLeave, chatSend, type ChatSend } from '../../runtime/schemas/chat';
 import { dmSend, type DmSend } from '../../runtime/schemas/dm';
-import type { Session } from './sessions';
+import type { Session, SessionRegistry } from './sessions';
 import { afterCommit } from '../../runtime/platform/effects';
 import type { Gateway, Reply } from './gateway';
 
@@ -54,10 +54,47 @@ export class ChatHost implements LiveChat {
   readonly #channels = new Map<string, RunningChannel>();
   readonly #joined = new WeakMap<Session, Set<string>>();
   readonly #sendWindows = new WeakMap<Session, { start: number; count: number }>();
+  /** Channels a player follows without joining (a world's, its zone's and the zones in view), by channel. */
+  readonly #followers = new Map<string, Set<string>>();
+  readonly #followed = new Map<string, Set<string>>();
+  #worlds: WorldRoster | null = null;
   #pending: PendingMessage[] = [];
   #writing = false;
 
-  constructor(private readonly ctx: Ctx) {}
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly sessions?: SessionRegistry,
+  ) {}
+
+  /** The world host registers who is in which world (the `world:`, `zone:` and `prox:` channels' rule). */
+  serveWorlds(roster: WorldRoster): void {
+    this.#worlds = roster;
+  }
+
+  /**
+   * The channels a player follows silently, without `chat.joined` and
+   * outside the per-connection cap: every socket of the player receives
+   * them, sockets opened later included. An empty list stops following.
+   */
+  setFollowed(playerId: string, channels: readonly string[]): void {
+    const next = new Set(channels);
+    for (const id of this.#followed.get(playerId) ?? []) {
+      if (next.has(id)) continue;
+      const set = this.#followers.get(id);
+      set?.delete(playerId);
+      if (set?.size === 0) this.#followers.delete(id);
+    }
+    for (const id of next) {
+      let set = this.#followers.get(id);
+      if (!set) {
+        set = new Set();
+        this.#followers.set(id, set);
+      }
+      set.add(playerId);
+    }
+    if (next.size === 0) this.#followed.delete(playerId);
+    else this.#followed.set(playerId, next);
+  }
 
   attach(gateway: Gateway): void {
     gateway.route(chatJoin, (s, { channel_id }) => this.#join(s, channel_id));
@@ -66,9 +103,8 @@ export class ChatHost implements LiveChat {
     gateway.route(dmSend, (s, p) => this.#dm(s, p));
   }
 
-  /** No world host runs yet, so no `world:` channel has members. */
   worlds(): WorldRoster | null {
-    return null;
+    return this.#worlds;
   }
 
   deliver(message: ChatPush): void {
@@ -76,7 +112,14 @@ export class ChatHost implements LiveChat {
     channel.buffer.push(message);
     if (channel.buffer.length > CHANNEL_BUFFER) channel.buffer.shift();
     const text = JSON.stringify({ type: 'chat.message', payload: message });
-    for (const [session, playerId] of channel.members) if (session.playerId === playerId) session.sendText(text);
+    const reached = new Set<string>();
+    for (const [session, playerId] of channel.members) {
+      if (session.playerId !== playerId) continue;
+      session.sendText(text);
+      reached.add(playerId);
+    }
+    // A follower that also joined explicitly is not sent the message twice.
+    for (const playerId of this.#followers.get(message.channel_id) ?? []) if (!reached.has(playerId)) this.sessions?.pushText(playerId, text);
   }
 
   evict(playerId: string, channelId: string): void {

@@ -12,6 +12,7 @@ import { PresenceHost } from './presence';
 import { RpcRegistry, type RpcHandler } from './rpc';
 import { awaitedScriptBindings, scriptBindings } from './script-bindings';
 import { Gateway } from './gateway';
+import { WorldHost } from './world/world-host';
 
 export interface LiveOptions {
   /** The loaded game directory; without one the node declares no modes. */
@@ -52,6 +53,7 @@ export class LiveHost implements LiveState {
   #matchmaker: Matchmaker | null = null;
   #rpc: RpcRegistry | null = null;
   #chat: ChatHost | null = null;
+  #worlds: WorldHost | null = null;
   #presence: PresenceHost | null = null;
   #pool: ScriptPool | null = null;
 
@@ -61,6 +63,7 @@ export class LiveHost implements LiveState {
     const gateway = new Gateway(ctx);
     const game = this.options.game ?? NO_GAME;
     let matches: MatchHost | null = null;
+    let worlds: WorldHost | null = null;
     const pool = new ScriptPool({
       workers: scriptWorkers(ctx.settings),
       gameDir: game.dir,
@@ -75,8 +78,14 @@ export class LiveHost implements LiveState {
       limits: ctx.limits,
       clock: ctx.clock,
       ids: ctx.ids,
-      onEvent: (e) => matches?.onLaneEvent(e),
-      onLost: (ids) => matches?.onLanesLost(ids),
+      onEvent: (e) => {
+        if ('worldId' in e) worlds?.onLaneEvent(e);
+        else matches?.onLaneEvent(e);
+      },
+      onLost: (ids) => {
+        matches?.onLanesLost(ids);
+        worlds?.onLanesLost(ids);
+      },
     });
     matches = new MatchHost(ctx, gateway.sessions, game, pool);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
@@ -85,7 +94,10 @@ export class LiveHost implements LiveState {
     matches.attach(gateway);
     matchmaker.attach(gateway);
     rpc.attach(gateway);
-    const chat = new ChatHost(ctx);
+    const chat = new ChatHost(ctx, gateway.sessions);
+    worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat);
+    chat.serveWorlds(worlds);
+    worlds.attach(gateway);
     const presence = new PresenceHost(ctx, gateway.sessions);
     chat.attach(gateway);
     presence.attach(gateway);
@@ -96,6 +108,7 @@ export class LiveHost implements LiveState {
     this.#matchmaker = matchmaker;
     this.#rpc = rpc;
     this.#chat = chat;
+    this.#worlds = worlds;
     this.#presence = presence;
     this.#pool = pool;
   }
@@ -104,6 +117,7 @@ export class LiveHost implements LiveState {
   async close(): Promise<void> {
     this.#matchmaker?.close();
     await this.#gateway?.close();
+    await this.#worlds?.close();
     this.#matches?.close();
     this.#chat?.close();
     await this.#pool?.close();
@@ -123,6 +137,10 @@ export class LiveHost implements LiveState {
 
   get rpc(): RpcRegistry {
     return started(this.#rpc);
+  }
+
+  get worlds(): WorldHost {
+    return started(this.#worlds);
   }
 
   get chat(): ChatHost {

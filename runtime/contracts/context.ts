@@ -7,6 +7,7 @@ import type { IdSource } from '../platform/ids';
 import type { Logger } from '../platform/log';
 import type { PasswordHasher } from '../accounts/passwords';
 import type { LiveMatches, LiveMatchmaker } from '../matches/matches';
+import type { LiveWorlds } from '../worlds/worlds';
 import type { LivePresence } from '../social/presence';
 import type { ReceiptVerifiers } from '../receipts/stores';
 import type { Leaderboards } from '../leaderboards/leaderboards';
@@ -74,6 +75,8 @@ export interface LiveState {
   /** Closes the sockets that authenticated with these access-token row ids (revocation). */
   disconnectTokens(tokenIds: readonly string[]): void;
   matches: LiveMatches;
+  /** Live worlds on this node (runtime/worlds/worlds.ts). */
+  worlds: LiveWorlds;
   matchmaker: LiveMatchmaker;
   rpc: RpcDispatcher;
   /** Chat channels running on this node (runtime/social/chat.ts). */

@@ -84,6 +84,29 @@ export interface MatchRecordsTable {
   inserted_at: CreatedAt;
 }
 
+/** Ours: what a restarted node needs to bring a persistent world back (its zones are in zone_snapshots). */
+export interface PersistentWorldsTable {
+  id: string;
+  mode: string;
+  /** bigint: the driver reads it as text. */
+  seed: ColumnType<string, number | string, number | string>;
+  inserted_at: CreatedAt;
+}
+
+export interface ZoneSnapshotsTable {
+  id: string;
+  world_id: string;
+  zone_x: number;
+  zone_y: number;
+  /** Entities keyed by id; player ids in it stay bare after erasure. */
+  entities: Json;
+  zone_state: Json<unknown> | null;
+  entity_timers: Json | null;
+  spawner_state: Json | null;
+  tick: ColumnType<string, number | string | undefined, number | string>;
+  snapshot_at: Timestamp;
+}
+
 export interface FriendshipsTable {
   id: string;
   /** The requester (or, on a `blocked` row, the blocker). */
@@ -277,6 +300,8 @@ export interface Database {
   player_stats: PlayerStatsTable;
   ops_audit_entries: OpsAuditEntriesTable;
   match_records: MatchRecordsTable;
+  persistent_worlds: PersistentWorldsTable;
+  zone_snapshots: ZoneSnapshotsTable;
   friendships: FriendshipsTable;
   groups: GroupsTable;
   group_members: GroupMembersTable;

@@ -18,6 +18,8 @@ export const RATE_LIMIT_GROUPS = [
   'guest_global',
   'rehome',
   'rehome_global',
+  'resync',
+  'resync_global',
   'script_log',
   'log',
   'log_global',
@@ -43,6 +45,8 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
   guest_global: { limit: 100, window: 1000 },
   rehome: { limit: 5, window: 1000 },
   rehome_global: { limit: 200, window: 1000 },
+  resync: { limit: 2, window: 10_000 },
+  resync_global: { limit: 20, window: 1000 },
   script_log: { limit: 3, window: 10_000 },
   // game.log lines: per match (or zone), and per node.
   log: { limit: 30, window: 1000 },
@@ -156,6 +160,11 @@ const rawSchema = z
     ws_idle_timeout_ms: positiveInt.default(60_000),
     /** Live matches this node runs at once. */
     match_max: positiveInt.default(1000),
+    /** Live worlds on this node, and live worlds one player may have created. */
+    world_max: positiveInt.default(1000),
+    world_max_per_player: positiveInt.default(5),
+    /** How often a persistent world saves its zones (and once more at shutdown). */
+    world_snapshot_ms: positiveInt.default(30_000),
     matchmaker_tick_ms: positiveInt.default(1000),
     /** A ticket waiting longer is dropped with `match.matchmaker_expired`. */
     matchmaker_max_wait_ms: positiveInt.default(60_000),

@@ -32,6 +32,7 @@
 import type { Clock, RateLimiter } from '../contracts/context';
 import type { IdSource } from '../platform/ids';
 import type { Logger } from '../platform/log';
+import type { ZoneSpatial } from './spatial';
 
 /** A JSON value as the marshalling layer produces and accepts it. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -68,6 +69,36 @@ export interface ModeInfo {
   veto_tokens: number;
   /** The operator's `game_modes` entry for this mode (handed to `init(config)`), or {}. */
   operator: JsonObject;
+  /** The world-only globals; null for a match mode. */
+  world: WorldSettings | null;
+}
+
+/** A world mode's globals after defaults (each documented in the README's "Writing a world"). */
+export interface WorldSettings {
+  /** Milliseconds between world ticks. */
+  tick_rate: number;
+  /** Zones per side. */
+  grid_size: number;
+  /** World units per zone side. */
+  zone_size: number;
+  /** Zones a player watches in each direction around its own (0: its own only). */
+  view_radius: number;
+  /** World ticks per `world.tick` delta. */
+  broadcast_interval: number;
+  /** Kept alive when empty, and snapshotted so it outlives a restart. */
+  persistent: boolean;
+  empty_grace_ms: number;
+  /** 0 removes a player at disconnect, -1 keeps it, N keeps it N ms. */
+  player_ttl_ms: number;
+  /** Zones start on demand; otherwise every zone starts with the world. */
+  lazy_zones: boolean;
+  /** An idle lazy zone (no players, no entities, no `_keep_hot`) stops after this long. */
+  zone_idle_timeout: number;
+  max_active_zones: number;
+  /** A zone holding no player ticks once every this many world ticks. */
+  cold_tick_divisor: number;
+  /** Fraction of `zone_size` along each edge that neighbours see (`game.spatial.neighbours_*`). */
+  border_band: number;
 }
 
 export interface GameInfo {
@@ -154,12 +185,42 @@ export interface ScriptServices {
   bindings?: ScriptBindings;
 }
 
-/** A match VM's services: an instance has players to broadcast to and a joinable flag. */
-export interface MatchServices extends ScriptServices {
-  /** `game.broadcast`: leaf already validated (not reserved), payload an object. Host sends `match.<leaf>`. */
+/** An instance (a match, a world and its zones) has players to broadcast to. */
+export interface InstanceServices extends ScriptServices {
+  /** `game.broadcast`: leaf already validated (not reserved), payload an object. Host sends `match.<leaf>` or `world.<leaf>`. */
   broadcast(leaf: string, payload: JsonObject): void;
+}
+
+/** A match VM's services: an instance with a joinable flag. */
+export interface MatchServices extends InstanceServices {
   /** `game.match.set_joinable`. */
   setJoinable(joinable: boolean): void;
+}
+
+/** A world's terrain as scripts reach it (`game.terrain`). */
+export interface TerrainAccess {
+  /** The chunk as `world.terrain` carries it (base64 of zlib), or null when there is none. */
+  get(cx: number, cy: number): string | null;
+  /** Loads the listed chunks ahead of time; unreadable entries are skipped. */
+  preload(list: JsonValue): void;
+}
+
+/** A world or zone VM's services. */
+export interface WorldServices extends InstanceServices {
+  /** Null when the mode declares no terrain provider. */
+  terrain: TerrainAccess | null;
+}
+
+/** A zone VM's services: its entities' life and its neighbours. */
+export interface ZoneServices extends WorldServices {
+  /** `game.zone.spawn`: true when the template is declared (the entity appears after this tick's steps). */
+  spawn(template: string, x: number, y: number, overrides: JsonObject): boolean;
+  /** `game.zone.despawn`: the entity goes after this tick's steps. */
+  despawn(entityId: string): void;
+  /** `game.zone.apply`: true when a neighbouring zone publishes the entity and this caller's budget allows. */
+  apply(entityId: string, event: JsonValue): boolean;
+  /** What the spatial queries' zone forms read. */
+  spatial: ZoneSpatial;
 }
 
 /**

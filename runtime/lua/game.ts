@@ -10,6 +10,7 @@ import {
   type GameInfo,
   type JsonObject,
   type ModeInfo,
+  type WorldSettings,
   type OperatorModes,
   type ScriptServices,
   type ScriptSource,
@@ -91,6 +92,10 @@ class Globals {
     return this.with(name, (L, type) => (type === lua.LUA_TNUMBER ? Math.trunc(lua.lua_tonumber(L, -1)) : null));
   }
 
+  number(name: string): number | null {
+    return this.with(name, (L, type) => (type === lua.LUA_TNUMBER ? lua.lua_tonumber(L, -1) : null));
+  }
+
   positive(name: string): number | null {
     const n = this.integer(name);
     return n !== null && n > 0 ? n : null;
@@ -143,8 +148,48 @@ function readMode(source: ScriptSource, name: string, file: string, operator: Js
     state_strategy,
     veto_tokens: Math.max(0, g.integer('veto_tokens') ?? 0),
     operator: {},
+    world: kind === 'world' ? worldSettings((name) => g.number(name), (name) => g.boolean(name)) : null,
   };
 }
+
+/**
+ * The world-only globals with their defaults; a value of the wrong type or
+ * out of range keeps the default. Scripts and operator entries read alike.
+ */
+function worldSettings(number: (name: string) => number | null, boolean: (name: string) => boolean | null): WorldSettings {
+  const positive = (name: string, fallback: number) => {
+    const n = number(name);
+    return n !== null && Number.isFinite(n) && Math.trunc(n) > 0 ? Math.trunc(n) : fallback;
+  };
+  const gridSize = Math.min(positive('grid_size', 10), WORLD_GRID_MAX);
+  const viewRadius = number('view_radius');
+  const ttl = number('player_ttl_ms');
+  const band = number('border_band');
+  return {
+    tick_rate: Math.max(positive('tick_rate', 50), WORLD_TICK_MIN_MS),
+    grid_size: gridSize,
+    zone_size: positive('zone_size', 200),
+    view_radius: viewRadius !== null && Number.isFinite(viewRadius) && viewRadius >= 0 ? Math.min(Math.trunc(viewRadius), WORLD_VIEW_RADIUS_MAX) : 1,
+    broadcast_interval: positive('broadcast_interval', 3),
+    persistent: boolean('persistent') ?? false,
+    empty_grace_ms: positive('empty_grace_ms', 0),
+    player_ttl_ms: ttl !== null && Number.isFinite(ttl) && Math.trunc(ttl) >= -1 ? Math.trunc(ttl) : 0,
+    lazy_zones: boolean('lazy_zones') ?? gridSize > 100,
+    zone_idle_timeout: positive('zone_idle_timeout', 30_000),
+    max_active_zones: positive('max_active_zones', 10_000),
+    cold_tick_divisor: positive('cold_tick_divisor', 1),
+    border_band: band !== null && band >= 0 && band <= 1 ? band : 0,
+  };
+}
+
+/** Operator-declared worlds hold this many players unless the entry says otherwise (script worlds default to match_size). */
+const OPERATOR_WORLD_MAX_PLAYERS = 500;
+/** A world's grid is at most this many zones per side (zone coordinates stay small integers). */
+export const WORLD_GRID_MAX = 1000;
+/** Faster ticks than this would leave no time between them for a world's zones. */
+export const WORLD_TICK_MIN_MS = 10;
+/** Beyond this a player would watch more zones than one frame budget carries. */
+export const WORLD_VIEW_RADIUS_MAX = 5;
 
 /**
  * An operator's `game_modes` entry replaces the script's mode configuration
@@ -164,7 +209,7 @@ function operatorMode(name: string, file: string, kind: ModeInfo['kind'], state_
     kind,
     file,
     match_size: matchSize,
-    max_players: int(entry.max_players) ?? matchSize,
+    max_players: int(entry.max_players) ?? (kind === 'world' ? OPERATOR_WORLD_MAX_PLAYERS : matchSize),
     min_players: int(entry.min_players) ?? matchSize,
     strategy: typeof entry.strategy === 'string' ? entry.strategy : 'fill',
     listed: typeof entry.listed === 'boolean' ? entry.listed : kind === 'world',
@@ -172,6 +217,13 @@ function operatorMode(name: string, file: string, kind: ModeInfo['kind'], state_
     state_strategy,
     veto_tokens: typeof entry.veto_tokens === 'number' && Number.isInteger(entry.veto_tokens) && entry.veto_tokens > 0 ? entry.veto_tokens : 0,
     operator: entry,
+    world:
+      kind === 'world'
+        ? worldSettings(
+            (name) => (typeof entry[name] === 'number' ? (entry[name] as number) : null),
+            (name) => (typeof entry[name] === 'boolean' ? (entry[name] as boolean) : null),
+          )
+        : null,
   };
 }
 

@@ -4,16 +4,11 @@
  * replaces it.
  */
 import {
-  DEFAULT_BUDGETS,
   STATE_LIMIT_BYTES,
-  type Budgets,
   type CallResult,
-  type FailureKind,
-  isLimitKind,
   type JoinResult,
   type JsonObject,
   type JsonValue,
-  type LimitKind,
   type MatchOutcome,
   type MatchRuntime,
   type MatchServices,
@@ -21,17 +16,17 @@ import {
   type ModeInfo,
   type TickResult,
 } from './api';
-import { dirOf } from './game';
-import { isObjectJson, jsString, MarshalError, pushGlobal, pushJson, pushRegistry, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
+import { RegistrySlot, ScriptInstance } from './instance';
+import { isObjectJson, jsString, MarshalError, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
 import { installGameTable } from './script-api';
-import { lauxlib, lua, Sandbox, type Outcome } from './vm';
+import { lua } from './vm';
 
 /** The state itself is measured every this many ticks; views are measured every time. */
 const STATE_CHECK_EVERY = 10;
 const REASON_MAX = 64;
 const EMPTY_VIEW = '{}';
 
-type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'reload' | 'vote_requested' | 'vote_resolved';
+type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'vote_requested' | 'vote_resolved';
 
 const NAMES = {
   init: stringObject('init'),
@@ -46,36 +41,24 @@ const NAMES = {
   _result: stringObject('_result'),
 };
 
-export class MatchVm implements MatchRuntime {
+export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   readonly matchId: string;
   readonly mode: ModeInfo;
-  private readonly sandbox: Sandbox;
-  private readonly L: any;
-  private readonly services: MatchServices;
-  private readonly budgets: Budgets;
-  private readonly options: MatchVmOptions;
-  /** Registry reference of the state; LUA_NOREF until init succeeds. */
-  private stateRef: number = lua.LUA_NOREF;
+  protected override readonly services: MatchServices;
+  private readonly state: RegistrySlot;
   private readonly roster = new Map<string, LuaStringObject>();
   private readonly queue: [string, JsonObject][] = [];
   private outcome: MatchOutcome | null = null;
-  private revision: number | undefined;
   private ticks = 0;
-  private readonly suppressed = new Map<string, number>();
-  private closed = false;
   /** The shared strategy's view of the current tick. */
   private sharedView: string | null = null;
-  /** The last callback stopped by a limit since `takeLimitFailure` was last asked. */
-  private limitFailure: { callback: Callback; kind: LimitKind } | null = null;
 
   private constructor(options: MatchVmOptions) {
-    this.options = options;
+    super({ source: options.source, file: options.mode.file, services: options.services, budgets: options.budgets, logFields: { match_id: options.matchId, mode: options.mode.name } });
     this.matchId = options.matchId;
     this.mode = options.mode;
     this.services = options.services;
-    this.budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
-    this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.mode.file), heapBudget: this.budgets.heapBytes });
-    this.L = this.sandbox.L;
+    this.state = new RegistrySlot(this.L);
     installGameTable(this.sandbox, {
       kind: 'match',
       matchId: this.matchId,
@@ -94,12 +77,6 @@ export class MatchVm implements MatchRuntime {
     const loaded = vm.evaluate();
     if (!loaded.ok) throw new Error(`${options.mode.file}: ${loaded.error}`);
     return vm;
-  }
-
-  /** Compiles and runs the script body in this VM (creation and hot reload). */
-  private evaluate(): { ok: true } | { ok: false; error: string } {
-    this.revision = this.options.source.revision?.(this.mode.file);
-    return this.sandbox.runFile(this.mode.file, this.budgets.heavy, this.budgets.loadMs);
   }
 
   init(): CallResult {
@@ -190,8 +167,7 @@ export class MatchVm implements MatchRuntime {
       this.pushState();
       if (!this.stateCall('handle_input', 3, this.budgets.light, this.budgets.lightMs).ok) inputFailures++;
     }
-    const source = this.options.source;
-    if (source.revision && source.revision(this.mode.file) !== this.revision) {
+    if (this.stale()) {
       // A reload (once per edit) has its own deadline; the tick and views then get a fresh one.
       this.sandbox.cap = Infinity;
       this.reevaluate();
@@ -286,101 +262,36 @@ export class MatchVm implements MatchRuntime {
     return this.stateCall('vote_resolved', 3, this.budgets.light, this.budgets.lightMs);
   }
 
-  /** The last callback a limit stopped since the previous ask (the host counts ticks that had one). */
-  takeLimitFailure(): { callback: string; kind: LimitKind } | null {
-    const failure = this.limitFailure;
-    this.limitFailure = null;
-    return failure;
-  }
-
-  reload(): { ok: true } | { ok: false; error: string } {
-    this.sandbox.cap = Infinity;
-    return this.reevaluate();
-  }
-
-  private reevaluate(): { ok: true } | { ok: false; error: string } {
-    const result = this.sandbox.reevaluate(() => this.evaluate());
-    if (result.ok) this.services.log.info('lua_hot_reload', { match_id: this.matchId, script: this.mode.file });
-    else this.report('reload', 'error', result.error);
-    return result;
-  }
-
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.queue.length = 0;
     this.roster.clear();
-    if (this.stateRef !== lua.LUA_NOREF) lauxlib.luaL_unref(this.L, lua.LUA_REGISTRYINDEX, this.stateRef);
-    this.stateRef = lua.LUA_NOREF;
+    this.state.clear();
   }
 
   // ---- internals ---------------------------------------------------------
 
-  /** Pushes a global callback; false (nothing pushed) when the script does not define it. */
-  private pushCallback(name: LuaStringObject): boolean {
-    if (this.closed) return false;
-    if (pushGlobal(this.L, name) === lua.LUA_TFUNCTION) return true;
-    lua.lua_pop(this.L, 1);
-    return false;
-  }
-
   private pushState(): void {
-    if (this.stateRef === lua.LUA_NOREF) lua.lua_pushnil(this.L);
-    else pushRegistry(this.L, this.stateRef);
+    this.state.push();
   }
 
   /** Takes the table on top of the stack as the new state. */
   private storeState(): void {
-    const L = this.L;
-    if (this.stateRef === lua.LUA_NOREF) this.stateRef = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
-    else lua.lua_rawseti(L, lua.LUA_REGISTRYINDEX, this.stateRef);
-    lua.lua_settop(L, 0);
+    this.state.store();
+    lua.lua_settop(this.L, 0);
   }
 
   /** A callback that must return the new state (nothing or nil is a failed call). */
   private stateCall(callback: Callback, nargs: number, budget: number, ms: number): CallResult {
-    const L = this.L;
-    const out: Outcome = this.sandbox.call(nargs, budget, ms);
-    if (!out.ok) return this.fail(callback, out.kind, out.message);
-    if (out.results < 1 || lua.lua_type(L, -out.results) !== lua.LUA_TTABLE) {
-      lua.lua_settop(L, 0);
-      return this.fail(callback, 'malformed', `${callback} must return the state table`);
-    }
-    lua.lua_settop(L, 1);
-    this.storeState();
-    return { ok: true };
-  }
-
-  private fail(callback: Callback, kind: FailureKind, message: string): CallResult {
+    const out = this.tableCall(callback, this.state, nargs, budget, ms);
     lua.lua_settop(this.L, 0);
-    this.report(callback, kind, message);
-    return { ok: false, kind, message };
-  }
-
-  /** `lua_callback_failed`, 3 lines per 10 s per call site (group `script_log`). */
-  private report(callback: Callback, kind: FailureKind, message: string): void {
-    if (isLimitKind(kind)) this.limitFailure = { callback, kind };
-    const site = `${this.mode.file}:${callback}`;
-    if (!this.services.limits.take('script_log', site).ok) {
-      this.suppressed.set(site, (this.suppressed.get(site) ?? 0) + 1);
-      return;
-    }
-    const suppressed = this.suppressed.get(site) ?? 0;
-    this.suppressed.delete(site);
-    this.services.log.warn('lua_callback_failed', {
-      match_id: this.matchId,
-      mode: this.mode.name,
-      callback,
-      script: this.mode.file,
-      reason_class: kind,
-      detail: message.slice(0, 500),
-      suppressed_since_last: suppressed,
-    });
+    return out.ok ? { ok: true } : out;
   }
 
   private checkFinished(): void {
     const L = this.L;
-    if (this.outcome || this.stateRef === lua.LUA_NOREF) return;
+    if (this.outcome || this.state.empty) return;
     this.pushState();
     pushStringObject(L, NAMES._finished);
     const finished = lua.lua_rawget(L, -2) === lua.LUA_TBOOLEAN && lua.lua_toboolean(L, -1);

@@ -4,7 +4,8 @@
  * the host supplies. Functions are created once per VM, never per call.
  * Wrong arguments answer `{error = "..."}` instead of raising (7.1).
  */
-import { RESERVED_LEAVES, type JsonObject, type MatchServices, type ScriptBinding, type ScriptServices } from './api';
+import { RESERVED_LEAVES, type InstanceServices, type JsonObject, type MatchServices, type ScriptBinding, type ScriptServices, type WorldServices, type ZoneServices } from './api';
+import { pushSpatialTable } from './spatial';
 import { isObjectJson, jsString, luaString, MarshalError, pushJson, toJson } from './marshal';
 import { lua, type LuaFunction, type Sandbox } from './vm';
 
@@ -20,9 +21,16 @@ const LEVELS: Record<string, 'debug' | 'info' | 'warn' | 'error'> = {
   error: 'error',
 };
 
-/** A match VM gets the whole table; the RPC VM has no instance, so no broadcast and no match control. */
+/**
+ * A match VM gets the whole table; the RPC VM has no instance, so no
+ * broadcast and no match control. World and zone VMs broadcast to the
+ * world's players and reach `game.spatial` and `game.terrain`; only a zone
+ * has `game.zone` and the zone forms of the spatial queries.
+ */
 export type GameTableContext =
   | { kind: 'match'; matchId: string; mode: string; file: string; services: MatchServices }
+  | { kind: 'world'; worldId: string; mode: string; file: string; services: WorldServices }
+  | { kind: 'zone'; worldId: string; mode: string; file: string; services: ZoneServices }
   | { kind: 'rpc'; file: string; services: ScriptServices };
 
 function envelopeError(L: any, message: string): number {
@@ -54,8 +62,8 @@ function jsonArg(L: any, index: number) {
 export function installGameTable(sandbox: Sandbox, context: GameTableContext): void {
   const L = sandbox.L;
   const { services } = context;
-  const matchId = context.kind === 'match' ? context.matchId : null;
-  const mode = context.kind === 'match' ? context.mode : null;
+  const matchId = context.kind === 'match' ? context.matchId : context.kind === 'rpc' ? null : context.worldId;
+  const mode = context.kind === 'rpc' ? null : context.mode;
   // Log lines are rate-limited per instance; the RPC VM is one instance of its own.
   const logKey = matchId ?? `rpc:${context.file}`;
 
@@ -109,7 +117,7 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
     },
   };
 
-  if (context.kind === 'match') installInstanceFunctions(functions, context.matchId, context.services);
+  if (context.kind !== 'rpc') installInstanceFunctions(functions, matchId!, context.services);
 
   lua.lua_createtable(L, 0, 8);
   for (const [name, fn] of Object.entries(functions)) {
@@ -128,6 +136,18 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
     lua.lua_setfield(L, -2, luaString('match'));
   }
 
+  if (context.kind === 'world' || context.kind === 'zone') {
+    pushSpatialTable(L, context.kind === 'zone' ? context.services.spatial : null);
+    lua.lua_setfield(L, -2, luaString('spatial'));
+    const services = context.services;
+    pushTable(L, terrainFunctions(() => services.terrain));
+    lua.lua_setfield(L, -2, luaString('terrain'));
+  }
+  if (context.kind === 'zone') {
+    pushTable(L, zoneFunctions(context.services));
+    lua.lua_setfield(L, -2, luaString('zone'));
+  }
+
   // Domain bindings exist only when the host provides them: no pretend stubs.
   const pushBinding = (label: string, binding: ScriptBinding) =>
     lua.lua_pushcfunction(L, (L: any) => {
@@ -143,7 +163,7 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
       return 1;
     });
   for (const [namespace, bindings] of Object.entries(services.bindings ?? {})) {
-    if (['id', 'log', 'broadcast', 'send', 'match'].includes(namespace)) continue;
+    if (['id', 'log', 'broadcast', 'send', 'match', 'spatial', 'terrain', 'zone'].includes(namespace)) continue;
     if (typeof bindings === 'function') {
       pushBinding(namespace, bindings);
     } else {
@@ -159,8 +179,89 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
   lua.lua_setglobal(L, luaString('game'));
 }
 
+function pushTable(L: any, functions: Record<string, LuaFunction>): void {
+  lua.lua_createtable(L, 0, Object.keys(functions).length);
+  for (const [name, fn] of Object.entries(functions)) {
+    lua.lua_pushcfunction(L, fn);
+    lua.lua_setfield(L, -2, luaString(name));
+  }
+}
+
+/** A number argument, or null. */
+function numberArg(L: any, index: number): number | null {
+  return lua.lua_type(L, index) === lua.LUA_TNUMBER ? lua.lua_tonumber(L, index) : null;
+}
+
+const TERRAIN_UNAVAILABLE = 'terrain not available: the mode declares no terrain_provider';
+
+/** `game.terrain`: the world's chunks, as clients receive them in `world.terrain`. */
+function terrainFunctions(access: () => WorldServices['terrain']): Record<string, LuaFunction> {
+  return {
+    get_chunk: (L) => {
+      const terrain = access();
+      if (!terrain) return envelopeError(L, TERRAIN_UNAVAILABLE);
+      const cx = numberArg(L, 1);
+      const cy = numberArg(L, 2);
+      if (cx === null || cy === null || !Number.isInteger(cx) || !Number.isInteger(cy)) return envelopeError(L, 'game.terrain.get_chunk(cx, cy): integers are required');
+      const data = terrain.get(cx, cy);
+      if (data === null) return envelopeError(L, 'no terrain chunk there');
+      lua.lua_createtable(L, 0, 1);
+      lua.lua_pushstring(L, luaString(data));
+      lua.lua_setfield(L, -2, luaString('ok'));
+      return 1;
+    },
+    preload: (L) => {
+      const terrain = access();
+      if (!terrain) return envelopeError(L, TERRAIN_UNAVAILABLE);
+      const list = lua.lua_type(L, 1) === lua.LUA_TTABLE ? jsonArg(L, 1) : null;
+      if (list) terrain.preload(list.value ?? null);
+      return pushTrue(L);
+    },
+  };
+}
+
+/** Largest `game.zone.apply` event, in bytes of JSON. */
+const EFFECT_LIMIT_BYTES = 4096;
+
+/** `game.zone`: entities this zone spawns, despawns, and effects it sends its neighbours. */
+function zoneFunctions(services: ZoneServices): Record<string, LuaFunction> {
+  return {
+    spawn: (L) => {
+      const template = stringArg(L, 1);
+      const x = numberArg(L, 2);
+      const y = numberArg(L, 3);
+      if (template === null || x === null || y === null) return envelopeError(L, 'game.zone.spawn(template_id, x, y[, overrides]): a template id and numeric x, y are required');
+      let overrides: JsonObject = {};
+      if (lua.lua_type(L, 4) === lua.LUA_TTABLE) {
+        const encoded = jsonArg(L, 4);
+        if (!encoded || !isObjectJson(encoded.value)) return envelopeError(L, 'game.zone.spawn: overrides must be a table of fields');
+        overrides = encoded.value;
+      }
+      lua.lua_pushboolean(L, services.spawn(template, x, y, overrides));
+      return 1;
+    },
+    despawn: (L) => {
+      const id = stringArg(L, 1);
+      if (id === null) return envelopeError(L, 'game.zone.despawn(entity_id): an entity id is required');
+      services.despawn(id);
+      return pushTrue(L);
+    },
+    apply: (L) => {
+      const id = stringArg(L, 1);
+      if (id === null || lua.lua_gettop(L) < 2) return envelopeError(L, 'game.zone.apply(entity_id, event): an entity id and an event are required');
+      const encoded = jsonArg(L, 2);
+      if (!encoded || JSON.stringify(encoded.value ?? null).length > EFFECT_LIMIT_BYTES) {
+        lua.lua_pushboolean(L, false);
+        return 1;
+      }
+      lua.lua_pushboolean(L, services.apply(id, encoded.value ?? null));
+      return 1;
+    },
+  };
+}
+
 /** `game.broadcast`: only an instance has players to broadcast to. */
-function installInstanceFunctions(functions: Record<string, LuaFunction>, matchId: string, services: MatchServices): void {
+function installInstanceFunctions(functions: Record<string, LuaFunction>, matchId: string, services: InstanceServices): void {
   functions.broadcast = (L) => {
     const event = stringArg(L, 1);
     if (event === null || !LEAF.test(event)) {

@@ -1,9 +1,10 @@
 import type { LiveState } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
+import { FrameError } from '../contracts/frames';
 
 /**
  * `ctx.live` for a host that serves REST only (no WebSocket, no match loops):
- * a node without sockets has nobody to push to, no running matches or chat
+ * a node without sockets has nobody to push to, no running matches, worlds or chat
  * channels, no matchmaking queue (tickets are node-local) and no
  * RPC methods. Every answer is what such a node truthfully holds.
  */
@@ -13,6 +14,14 @@ export function offlineLive(): LiveState {
     disconnect: () => {},
     disconnectTokens: () => {},
     matches: { list: () => [], isParticipant: () => false },
+    worlds: {
+      list: () => [],
+      get: () => null,
+      create: async () => {
+        throw new FrameError('world_server_not_started');
+      },
+      inWorld: () => false,
+    },
     matchmaker: {
       add: (_player, mode) => {
         throw new ApiError('matchmaker.unknown_mode', `This node runs no game modes, so '${mode}' cannot be queued.`, { mode });
@@ -24,6 +33,7 @@ export function offlineLive(): LiveState {
         throw new ApiError('matchmaker.ticket_not_found');
       },
       samples: () => ({}),
+      sampledAt: () => null,
     },
     rpc: {
       call: async (method) => {

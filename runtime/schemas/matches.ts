@@ -61,8 +61,8 @@ export type MatchJoined = z.output<typeof MatchJoined>;
 /** Mode names are at most this long, so a longer filter could only match nothing; it is ignored instead, as for worlds. */
 const MODE_FILTER_MAX_BYTES = 64;
 
-/** The listing's mode filter on both transports. */
-const ModeFilter = ruled(
+/** The listing's mode filter on both transports, for matches and worlds alike. */
+export const ModeFilter = ruled(
   Text.optional()
     .transform((mode) => (mode !== undefined && byteLength(mode) <= MODE_FILTER_MAX_BYTES ? mode : undefined))
     .meta({ description: `exact mode name; one over ${MODE_FILTER_MAX_BYTES} bytes is ignored` }),

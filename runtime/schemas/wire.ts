@@ -8,6 +8,7 @@ import { presenceFrames, presencePushes } from './presence';
 import { rpcFrames } from './rpc';
 import { sessionConnect, sessionHeartbeat } from './session';
 import { voteFrames, votePushes } from './votes';
+import { worldFrames, worldPushes } from './worlds';
 
 /**
  * Every WebSocket message the service speaks: the client frames the gateway
@@ -19,6 +20,7 @@ export const clientFrames: readonly ClientFrameContract[] = [
   sessionHeartbeat,
   ...matchmakerFrames,
   ...matchFrames,
+  ...worldFrames,
   ...rpcFrames,
   ...chatFrames,
   ...dmFrames,
@@ -26,4 +28,4 @@ export const clientFrames: readonly ClientFrameContract[] = [
   ...voteFrames,
 ];
 
-export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes, ...votePushes];
+export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...worldPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes, ...votePushes];

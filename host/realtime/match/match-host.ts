@@ -420,7 +420,7 @@ export class MatchHost implements LiveMatches {
   }
 
   /** What the lanes report: state frames, script effects, finished matches. */
-  onLaneEvent(e: LaneEvent): void {
+  onLaneEvent(e: Exclude<LaneEvent, { worldId: string }>): void {
     switch (e.k) {
       case 'log':
         return this.ctx.log[e.level](e.event, e.fields);

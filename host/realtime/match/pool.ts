@@ -12,7 +12,8 @@ import type { AwaitedBindings, JoinResult, JsonObject, JsonValue, ModeInfo, Scri
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
-import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type CreateAnswer, type LaneEvent, type WorkerData } from './protocol';
+import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type CreateAnswer, type LaneEvent, type WorkerData, type WorldJoinAnswer } from './protocol';
+import type { WorldRecovery } from '../world/world-run';
 import { ScriptRunner, type RunnerOptions } from './runner';
 
 export interface PoolOptions {
@@ -82,7 +83,7 @@ export class ScriptPool {
     return this.options.workers;
   }
 
-  /** Puts a new match on the lane holding the fewest. */
+  /** Puts a new match or world on the lane holding the fewest. */
   assign(matchId: string): void {
     let best = this.#lanes[0]!;
     for (const lane of this.#lanes) if ((best.dead && !lane.dead) || (lane.matches.size < best.matches.size && !lane.dead)) best = lane;
@@ -113,6 +114,46 @@ export class ScriptPool {
 
   tick(matchId: string, due: number): void {
     this.#byMatch.get(matchId)?.pending.push({ op: 'tick', matchId, due });
+  }
+
+  createWorld(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null): Promise<CreateAnswer> {
+    return this.#request(this.#laneOf(worldId), { ok: false }, (req) => ({ op: 'world_create', req, worldId, mode, seed, recovery })) as Promise<CreateAnswer>;
+  }
+
+  joinWorld(worldId: string, playerId: string, ctx: JsonObject): Promise<WorldJoinAnswer> {
+    return this.#request(this.#laneOf(worldId), LOST_JOIN, (req) => ({ op: 'world_join', req, worldId, playerId, ctx })) as Promise<WorldJoinAnswer>;
+  }
+
+  /** Settles once the lane has removed the player (its removal frames are out before the answer). */
+  async leaveWorld(worldId: string, playerId: string, detach: boolean): Promise<void> {
+    const lane = this.#byMatch.get(worldId);
+    if (lane) await this.#request(lane, { ok: false }, (req) => ({ op: 'world_leave', req, worldId, playerId, detach }));
+  }
+
+  worldInput(worldId: string, playerId: string, input: JsonObject, seq: number | null): void {
+    this.#byMatch.get(worldId)?.pending.push({ op: 'world_input', worldId, playerId, input, seq });
+  }
+
+  worldResync(worldId: string, playerId: string, x: number, y: number): void {
+    this.#soon(this.#byMatch.get(worldId), { op: 'world_resync', worldId, playerId, x, y });
+  }
+
+  /** Goes out at the end of this turn with the inputs queued before it. */
+  worldTick(worldId: string, due: number): void {
+    this.#soon(this.#byMatch.get(worldId), { op: 'world_tick', worldId, due });
+  }
+
+  worldSnapshot(worldId: string): void {
+    this.#soon(this.#byMatch.get(worldId), { op: 'world_snapshot', worldId });
+  }
+
+  /** The world is over on the main thread: its VMs go too. */
+  releaseWorld(worldId: string): void {
+    const lane = this.#byMatch.get(worldId);
+    if (!lane) return;
+    this.#byMatch.delete(worldId);
+    lane.matches.delete(worldId);
+    this.#soon(lane, { op: 'world_close', worldId });
   }
 
   voteResolved(matchId: string, template: string, result: JsonObject): void {

@@ -11,6 +11,7 @@ import type { LogFields, LogLevel } from '../../../runtime/platform/log';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
 import type { Budgets } from '../../../runtime/lua/api';
 import type { VoteConfig } from '../../../runtime/votes/engine';
+import type { WorldOutput, WorldRecovery } from '../world/world-run';
 
 export type Command =
   | { op: 'create'; req: number; matchId: string; mode: ModeInfo }
@@ -22,10 +23,21 @@ export type Command =
   | { op: 'close'; matchId: string }
   /** A vote the match opened has closed: the script's `vote_resolved` runs. */
   | { op: 'vote_resolved'; matchId: string; template: string; result: JsonObject }
-  | { op: 'rpc'; req: number; method: string; playerId: string; params: JsonObject };
+  | { op: 'rpc'; req: number; method: string; playerId: string; params: JsonObject }
+  /** A world: its VM, declarations and `init`, then (after a restart) what its snapshot kept. */
+  | { op: 'world_create'; req: number; worldId: string; mode: ModeInfo; seed: number; recovery: WorldRecovery | null }
+  | { op: 'world_join'; req: number; worldId: string; playerId: string; ctx: JsonObject }
+  /** `detach`: the connection went away inside `player_ttl_ms`; the entity stays. */
+  | { op: 'world_leave'; req: number; worldId: string; playerId: string; detach: boolean }
+  | { op: 'world_input'; worldId: string; playerId: string; input: JsonObject; seq: number | null }
+  | { op: 'world_resync'; worldId: string; playerId: string; x: number; y: number }
+  | { op: 'world_tick'; worldId: string; due: number }
+  | { op: 'world_snapshot'; worldId: string }
+  | { op: 'world_close'; worldId: string };
 
 export type CreateAnswer = { ok: true } | { ok: false };
-export type Answer = CreateAnswer | JoinResult | ScriptRpcResult;
+export type WorldJoinAnswer = JoinResult & { zone?: [number, number] };
+export type Answer = CreateAnswer | JoinResult | ScriptRpcResult | WorldJoinAnswer;
 
 export type LaneEvent =
   | { k: 'answer'; req: number; answer: Answer }
@@ -43,7 +55,17 @@ export type LaneEvent =
   | { k: 'skipped'; matchId: string }
   /** `vote_requested` asked for a vote (the lane asks no more until it hears `vote_resolved`). */
   | { k: 'vote'; matchId: string; config: VoteConfig & { vote_id: string } }
-  | { k: 'finished'; matchId: string; result: JsonObject };
+  | { k: 'finished'; matchId: string; result: JsonObject }
+  /**
+   * What one world step (a tick, a join, a leave, a resync) produced. `tick`
+   * events also carry the tick's lateness and how long its steps ran.
+   */
+  | { k: 'world'; worldId: string; tick: { lateMs: number; busyMs: number } | null; out: WorldOutput; phase: JsonObject | null }
+  /** The tick was a whole period late when its turn came, so it did not run. */
+  | { k: 'world_skipped'; worldId: string }
+  | { k: 'world_vote'; worldId: string; config: VoteConfig & { vote_id: string } }
+  | { k: 'world_snapshot'; worldId: string; zones: WorldRecovery['zones'] }
+  | { k: 'world_finished'; worldId: string; result: JsonObject };
 
 /** A synchronous binding call from a worker's script to the main thread. */
 export interface BindingCall {

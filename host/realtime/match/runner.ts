@@ -14,6 +14,7 @@ import { installHeapMeter } from '../../../runtime/lua/vm';
 import { ScriptRpc } from '../../../runtime/lua/rpc';
 import { parseVoteConfig } from '../../../runtime/votes/engine';
 import type { Answer, Command, LaneEvent } from './protocol';
+import { WorldRun, type WorldRecovery } from '../world/world-run';
 
 /** The match tick is fixed: ten ticks a second. */
 export const TICK_MS = 100;
@@ -49,8 +50,17 @@ interface RunnerMatch {
   voting: boolean;
 }
 
+interface LaneWorld {
+  run: WorldRun;
+  /** A vote the world asked for through `_vote` is open: no other starts meanwhile. */
+  voting: boolean;
+  /** The phase listing last sent, as text. */
+  phase: string | null;
+}
+
 export class ScriptRunner {
   readonly #matches = new Map<string, RunnerMatch>();
+  readonly #worlds = new Map<string, LaneWorld>();
   #events: LaneEvent[] = [];
   readonly #log: Logger;
   readonly #rpc: ScriptRpc | null;
@@ -118,6 +128,9 @@ export class ScriptRunner {
       case 'close':
         return this.#close(c.matchId);
       case 'vote_resolved': {
+        // A world's vote only frees the world to ask for the next (worlds have no `vote_resolved` callback).
+        const world = this.#worlds.get(c.matchId);
+        if (world) return void (world.voting = false);
         const m = this.#matches.get(c.matchId);
         if (!m) return;
         m.voting = false;
@@ -126,7 +139,104 @@ export class ScriptRunner {
       }
       case 'rpc':
         return this.#answer(c.req, this.#rpc ? this.#rpc.call(c.method, c.playerId, c.params) : { ok: false, unknown: true });
+      case 'world_create':
+        return this.#answer(c.req, this.#createWorld(c.worldId, c.mode, c.seed, c.recovery));
+      case 'world_join': {
+        const w = this.#worlds.get(c.worldId);
+        if (!w) return this.#answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such world' });
+        const r = w.run.join(c.playerId, c.ctx);
+        this.#answer(c.req, r);
+        return this.#worldOutput(c.worldId, w, null);
+      }
+      case 'world_leave': {
+        const w = this.#worlds.get(c.worldId);
+        if (w) {
+          if (c.detach) w.run.detach(c.playerId);
+          else w.run.leave(c.playerId);
+          this.#worldOutput(c.worldId, w, null);
+        }
+        return this.#answer(c.req, { ok: true });
+      }
+      case 'world_input':
+        return this.#worlds.get(c.worldId)?.run.input(c.playerId, c.input, c.seq);
+      case 'world_resync': {
+        const w = this.#worlds.get(c.worldId);
+        if (!w) return;
+        w.run.resync(c.playerId, c.x, c.y);
+        return this.#worldOutput(c.worldId, w, null);
+      }
+      case 'world_tick':
+        return this.#tickWorld(c.worldId, c.due);
+      case 'world_snapshot': {
+        const w = this.#worlds.get(c.worldId);
+        if (w) this.#events.push({ k: 'world_snapshot', worldId: c.worldId, zones: w.run.snapshot() });
+        return;
+      }
+      case 'world_close':
+        this.#worlds.get(c.worldId)?.run.close();
+        this.#worlds.delete(c.worldId);
+        return;
     }
+  }
+
+  #createWorld(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null): Answer {
+    if (!mode.world) return { ok: false };
+    const run = WorldRun.start(
+      {
+        worldId,
+        mode,
+        seed,
+        source: this.options.source,
+        budgets: this.options.budgets,
+        failingTicksMax: this.options.failingTicksMax,
+        log: this.#log,
+        limits: this.options.limits,
+        ids: this.options.ids,
+        bindings: this.options.bindings,
+        send: (playerId, message) => this.#events.push({ k: 'send', playerId, message }),
+      },
+      recovery,
+    );
+    if (!run) return { ok: false };
+    const world: LaneWorld = { run, voting: false, phase: null };
+    this.#worlds.set(worldId, world);
+    this.#worldOutput(worldId, world, null);
+    return { ok: true };
+  }
+
+  #tickWorld(worldId: string, due: number): void {
+    const w = this.#worlds.get(worldId);
+    const started = Date.now();
+    const lateMs = started - due;
+    if (!w || lateMs >= w.run.settings.tick_rate) return void this.#events.push({ k: 'world_skipped', worldId });
+    w.run.step(started);
+    const finished = w.run.finished;
+    if (finished) {
+      this.#worldOutput(worldId, w, null);
+      w.run.close();
+      this.#worlds.delete(worldId);
+      return void this.#events.push({ k: 'world_finished', worldId, result: finished });
+    }
+    const vote = w.run.takeVote();
+    if (vote !== null && !w.voting) {
+      const asked = parseVoteConfig(vote);
+      if (asked !== null && asked.ok) {
+        w.voting = true;
+        this.#events.push({ k: 'world_vote', worldId, config: { ...asked.config, vote_id: asked.config.vote_id ?? this.options.ids.uuid() } });
+      }
+    }
+    this.#worldOutput(worldId, w, { lateMs, busyMs: Date.now() - started });
+  }
+
+  /** Sends what the world produced; the phase listing rides along when it changed. */
+  #worldOutput(worldId: string, w: LaneWorld, tick: { lateMs: number; busyMs: number } | null): void {
+    const out = w.run.takeOutput();
+    const listing = w.run.phaseListing();
+    const text = listing === null ? null : JSON.stringify(listing);
+    const phase = text !== w.phase ? listing : null;
+    w.phase = text;
+    if (tick === null && phase === null && out.sends.length === 0 && out.moved.length === 0) return;
+    this.#events.push({ k: 'world', worldId, tick, out, phase });
   }
 
   #answer(req: number, answer: Answer): void {
@@ -232,6 +342,8 @@ export class ScriptRunner {
   close(): void {
     for (const m of this.#matches.values()) m.vm.close();
     this.#matches.clear();
+    for (const w of this.#worlds.values()) w.run.close();
+    this.#worlds.clear();
   }
 }
 

@@ -1,0 +1,552 @@
+import type { Ctx } from '../../../runtime/contracts/context';
+import { FrameError } from '../../../runtime/contracts/frames';
+import { isLimitKind, type JsonObject, type ModeInfo } from '../../../runtime/lua/api';
+import { recordFinishedMatch } from '../../../runtime/matches/matches';
+import { forgetWorld, loadPersistentWorlds, rememberWorld, saveSnapshot, type LiveWorlds, type ZoneSnapshot } from '../../../runtime/worlds/worlds';
+import {
+  worldCreate,
+  worldFindOrCreate,
+  worldInput,
+  worldJoin,
+  worldLeave,
+  worldList,
+  worldResync,
+  type WorldJoined,
+  type WorldListFilter,
+  type WorldListing,
+  type WorldStatus,
+} from '../../../runtime/schemas/worlds';
+import type { GameHandle } from '../match/match-host';
+import type { ScriptPool } from '../match/pool';
+import type { LaneEvent } from '../match/protocol';
+import type { Gateway, Reply } from '../gateway';
+import type { ChatHost } from '../chat';
+import type { Session, SessionRegistry } from '../sessions';
+
+/** A finished world answers `not_in_match` this long, then is gone. */
+const FINISHED_LINGER_MS = 5000;
+/** Listings are rebuilt at most this often. */
+const LIST_CACHE_MS = 500;
+
+type WorldEvent = Extract<LaneEvent, { worldId: string }>;
+
+interface LiveWorld {
+  id: string;
+  mode: ModeInfo;
+  status: WorldStatus;
+  ownerId: string | null;
+  /** Settles once the world VM ran `init` (rejects with `world_server_not_started`). */
+  ready: Promise<void>;
+  /** Players in the world, connected or inside their `player_ttl_ms`. */
+  roster: Set<string>;
+  everJoined: Set<string>;
+  /** Joins sent to the lane and not answered yet (they hold a place against `max_players`). */
+  joining: Map<string, Promise<WorldJoined>>;
+  /** Players whose sockets all closed, until their `player_ttl_ms` runs out. */
+  detached: Map<string, ReturnType<typeof setTimeout> | null>;
+  startedAt: number | null;
+  phase: JsonObject | null;
+  /** A tick is out on the lane: the next one is skipped, not queued. */
+  inFlight: boolean;
+  timer: ReturnType<typeof setTimeout> | null;
+  nextDue: number;
+  graceTimer: ReturnType<typeof setTimeout> | null;
+  /** The zone each player stands in, and the chat channels that follow from it. */
+  zones: Map<string, [number, number]>;
+}
+
+export interface WorldTickStats {
+  /** Milliseconds each world tick's script steps took on its lane. */
+  busy: number[];
+  late: number[];
+  skipped: number;
+}
+
+/**
+ * Live worlds of this node: their `world.*` frames, their tick timers, who
+ * is in which world, and persistence for persistent modes. The scripts run
+ * on the script lanes (host/realtime/world/world-run.ts); this side writes
+ * the frames they produce.
+ */
+export class WorldHost implements LiveWorlds {
+  readonly #worlds = new Map<string, LiveWorld>();
+  readonly #byPlayer = new Map<string, LiveWorld>();
+  readonly #owned = new Map<string, number>();
+  readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
+  readonly #snapshotWaiters = new Map<string, () => void>();
+  #snapshotTimer: ReturnType<typeof setInterval> | null = null;
+  #listCache: { at: number; worlds: LiveWorld[] } | null = null;
+  /** Serialises `find_or_create` so concurrent callers converge on one world. */
+  #quickPlay: Promise<unknown> = Promise.resolve();
+  #stats: WorldTickStats = { busy: [], late: [], skipped: 0 };
+  #closed = false;
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly sessions: SessionRegistry,
+    private readonly game: GameHandle,
+    private readonly pool: ScriptPool,
+    private readonly chat: ChatHost,
+  ) {
+    sessions.onPlayerGone((playerId) => this.#gone(playerId));
+    this.#snapshotTimer = setInterval(() => this.#snapshotAll(), ctx.settings.world_snapshot_ms);
+    this.#snapshotTimer.unref();
+  }
+
+  get size(): number {
+    return this.#worlds.size;
+  }
+
+  /** Tick timings since the last call (the benchmark reads them). */
+  takeStats(): WorldTickStats {
+    const stats = this.#stats;
+    this.#stats = { busy: [], late: [], skipped: 0 };
+    return stats;
+  }
+
+  attach(gateway: Gateway): void {
+    gateway.route(worldList, (_s, filter) => ({ type: 'world.list', payload: { worlds: this.list(filter) } }));
+    gateway.route(worldCreate, (s, { mode }) => this.#createFrame(s, mode));
+    gateway.route(worldFindOrCreate, (s, p) => this.#findOrCreateFrame(s, p.mode, p.ctx));
+    gateway.route(worldJoin, (s, p) => this.#joinFrame(s, p.world_id, p.ctx));
+    gateway.route(worldLeave, async (s) => {
+      await this.leave(s.playerId!);
+      return { type: 'world.left', payload: { success: true } };
+    });
+    gateway.route(worldInput, (s, input, frame) => this.#inputFrame(s, input, frame.seq));
+    gateway.route(worldResync, (s, zone) => this.#resyncFrame(s, zone));
+  }
+
+  // ---- LiveWorlds -----------------------------------------------------------
+
+  list(filter: Pick<WorldListFilter, 'mode' | 'has_capacity'>): WorldListing[] {
+    const now = Date.now();
+    if (!this.#listCache || now - this.#listCache.at >= LIST_CACHE_MS) {
+      this.#listCache = { at: now, worlds: [...this.#worlds.values()].filter((w) => w.mode.listed && (w.status === 'loading' || w.status === 'running')) };
+    }
+    const out: WorldListing[] = [];
+    for (const w of this.#listCache.worlds) {
+      if (filter.mode !== undefined && w.mode.name !== filter.mode) continue;
+      if (filter.has_capacity && w.roster.size >= w.mode.max_players) continue;
+      out.push(this.#listing(w));
+    }
+    return out;
+  }
+
+  get(id: string): WorldListing | null {
+    const w = this.#worlds.get(id.toLowerCase());
+    return w ? this.#listing(w) : null;
+  }
+
+  async create(modeName: string | null, ownerId: string): Promise<WorldListing> {
+    const world = await this.#create(modeName, ownerId);
+    return this.#listing(world);
+  }
+
+  inWorld(playerId: string, worldId: string): boolean {
+    const w = this.#byPlayer.get(playerId);
+    return w !== undefined && w.id === worldId && w.status !== 'finished';
+  }
+
+  // ---- lifecycle --------------------------------------------------------------
+
+  async #create(modeName: string | null, ownerId: string | null, known?: { id: string; seed: number; zones: ZoneSnapshot[] }): Promise<LiveWorld> {
+    const mode = modeName === null ? undefined : this.game.info.modes.get(modeName);
+    if (!mode) throw new FrameError('not_found');
+    if (mode.kind !== 'world' || !mode.world) throw new FrameError('wrong_mode_type');
+    if (this.#worlds.size >= this.ctx.settings.world_max) throw new FrameError('world_capacity_reached');
+    if (ownerId !== null && (this.#owned.get(ownerId) ?? 0) >= this.ctx.settings.world_max_per_player) throw new FrameError('player_world_limit_reached');
+    const id = known?.id ?? this.ctx.ids.uuid();
+    const seed = known?.seed ?? Date.now();
+    const world: LiveWorld = {
+      id,
+      mode,
+      status: 'loading',
+      ownerId,
+      ready: Promise.resolve(),
+      roster: new Set(),
+      everJoined: new Set(),
+      joining: new Map(),
+      detached: new Map(),
+      startedAt: null,
+      phase: null,
+      inFlight: false,
+      timer: null,
+      nextDue: 0,
+      graceTimer: null,
+      zones: new Map(),
+    };
+    // Counted from the start: concurrent creators see the caps, and joins wait on `ready`.
+    this.#worlds.set(id, world);
+    this.#listCache = null;
+    if (ownerId !== null) this.#owned.set(ownerId, (this.#owned.get(ownerId) ?? 0) + 1);
+    this.pool.assign(id);
+    world.ready = this.pool.createWorld(id, mode, seed, known ? { zones: known.zones } : null).then(async (answer) => {
+      if (!answer.ok) {
+        this.#drop(world);
+        this.pool.releaseWorld(id);
+        throw new FrameError('world_server_not_started');
+      }
+      if (world.status !== 'loading') return;
+      world.status = 'running';
+      world.startedAt = Date.now();
+      this.#listCache = null;
+      this.#schedule(world, world.startedAt + mode.world!.tick_rate);
+      this.ctx.log.info('world_created', { world_id: id, mode: mode.name, recovered: known !== undefined });
+      if (mode.world!.persistent && !known) {
+        await rememberWorld(this.ctx.db, { id, mode: mode.name, seed }).catch((err) => this.ctx.log.error('world_remember_failed', { world_id: id, error: err }));
+      }
+    });
+    world.ready.catch(() => {});
+    await world.ready;
+    return world;
+  }
+
+  /** Brings back every persistent world a previous run of this node left (the host calls it once the database answers). */
+  async recover(): Promise<void> {
+    const worlds = await loadPersistentWorlds(this.ctx.db);
+    for (const w of worlds) {
+      const mode = this.game.info.modes.get(w.mode);
+      if (!mode || mode.kind !== 'world' || !mode.world?.persistent) {
+        this.ctx.log.warn('world_not_recovered', { world_id: w.id, mode: w.mode, reason: 'the mode is gone or no longer a persistent world' });
+        continue;
+      }
+      if (this.#worlds.has(w.id)) continue;
+      await this.#create(w.mode, null, w).catch((err) => this.ctx.log.error('world_recovery_failed', { world_id: w.id, error: err instanceof Error ? err.message : String(err) }));
+    }
+  }
+
+  #schedule(world: LiveWorld, due: number): void {
+    world.nextDue = due;
+    world.timer = setTimeout(() => this.#tick(world), Math.max(0, due - Date.now()));
+  }
+
+  #tick(world: LiveWorld): void {
+    world.timer = null;
+    if (world.status !== 'running') return;
+    const rate = world.mode.world!.tick_rate;
+    const due = world.nextDue;
+    let next = due + rate;
+    const now = Date.now();
+    // A whole period behind: the missed ticks are dropped, never run back to back.
+    if (now - next >= 0) next += Math.floor((now - next) / rate + 1) * rate;
+    if (world.inFlight) this.#stats.skipped++;
+    else {
+      world.inFlight = true;
+      this.pool.worldTick(world.id, due);
+    }
+    this.#schedule(world, next);
+  }
+
+  async #joinInto(world: LiveWorld, playerId: string, ctx: JsonObject): Promise<WorldJoined> {
+    await world.ready;
+    if (world.status === 'finished') throw new FrameError('not_in_match');
+    const other = this.#byPlayer.get(playerId);
+    if (other && other !== world && other.status !== 'finished') throw new FrameError('already_in_world');
+    const pending = world.joining.get(playerId);
+    if (pending) return pending;
+    if (world.roster.has(playerId) && !world.detached.has(playerId)) return this.#joined(world);
+    if (!world.roster.has(playerId) && world.roster.size + world.joining.size >= world.mode.max_players) throw new FrameError('world_full');
+    const joined = this.#join(world, playerId, ctx);
+    world.joining.set(playerId, joined);
+    try {
+      return await joined;
+    } finally {
+      world.joining.delete(playerId);
+    }
+  }
+
+  async #join(world: LiveWorld, playerId: string, ctx: JsonObject): Promise<WorldJoined> {
+    const r = await this.pool.joinWorld(world.id, playerId, ctx);
+    if (world.status === 'finished') throw new FrameError('not_in_match');
+    if (!r.ok) {
+      if (r.refused) throw new FrameError('join_refused', { details: r.reason ? { refused_reason: r.reason } : {} });
+      if (r.message === 'zone_unavailable') throw new FrameError('zone_unavailable');
+      if (isLimitKind(r.kind)) throw new FrameError('timeout');
+      throw new FrameError('internal');
+    }
+    const ttl = world.detached.get(playerId);
+    if (ttl) clearTimeout(ttl);
+    world.detached.delete(playerId);
+    if (world.graceTimer) clearTimeout(world.graceTimer);
+    world.graceTimer = null;
+    world.roster.add(playerId);
+    world.everJoined.add(playerId);
+    this.#byPlayer.set(playerId, world);
+    if (r.zone) this.#moved(world, playerId, r.zone);
+    return this.#joined(world);
+  }
+
+  /** Leaves the player's world: its entity goes, and the zones it watched send their removals first. */
+  async leave(playerId: string): Promise<void> {
+    const world = this.#byPlayer.get(playerId);
+    if (!world) return;
+    this.#byPlayer.delete(playerId);
+    if (world.status === 'finished') return;
+    const ttl = world.detached.get(playerId);
+    if (ttl) clearTimeout(ttl);
+    world.detached.delete(playerId);
+    world.roster.delete(playerId);
+    world.zones.delete(playerId);
+    this.chat.setFollowed(playerId, []);
+    await this.pool.leaveWorld(world.id, playerId, false);
+    if (world.roster.size === 0 && world.joining.size === 0) this.#emptied(world);
+  }
+
+  /** The player's last socket closed: out now, or after `player_ttl_ms` unless it joins again. */
+  #gone(playerId: string): void {
+    const world = this.#byPlayer.get(playerId);
+    if (!world || world.status === 'finished') return;
+    const ttl = world.mode.world!.player_ttl_ms;
+    if (ttl === 0) return void this.leave(playerId);
+    void this.pool.leaveWorld(world.id, playerId, true);
+    this.chat.setFollowed(playerId, []);
+    const timer = ttl < 0 ? null : setTimeout(() => void this.leave(playerId), ttl);
+    timer?.unref();
+    world.detached.set(playerId, timer);
+  }
+
+  /** Nobody is left: a persistent world stays; others end now, or after their grace unless someone joins. */
+  #emptied(world: LiveWorld): void {
+    const settings = world.mode.world!;
+    if (settings.persistent || world.status !== 'running') return;
+    if (settings.empty_grace_ms === 0) return this.#finish(world, { status: 'empty' });
+    if (world.graceTimer) return;
+    world.graceTimer = setTimeout(() => {
+      world.graceTimer = null;
+      if (world.roster.size === 0 && world.joining.size === 0) this.#finish(world, { status: 'empty_grace_expired' });
+    }, settings.empty_grace_ms);
+    world.graceTimer.unref();
+  }
+
+  #finish(world: LiveWorld, result: JsonObject): void {
+    if (world.status === 'finished') return;
+    const wasRunning = world.status === 'running';
+    world.status = 'finished';
+    this.#listCache = null;
+    if (world.timer) clearTimeout(world.timer);
+    if (world.graceTimer) clearTimeout(world.graceTimer);
+    for (const t of world.detached.values()) if (t) clearTimeout(t);
+    this.pool.releaseWorld(world.id);
+    this.#unown(world);
+    this.#toRoster(world, JSON.stringify({ type: 'world.finished', payload: { world_id: world.id, result } }));
+    for (const playerId of world.roster) {
+      if (this.#byPlayer.get(playerId) === world) this.#byPlayer.delete(playerId);
+      this.chat.setFollowed(playerId, []);
+    }
+    this.ctx.log.info('world_finished', { world_id: world.id, mode: world.mode.name, players: world.roster.size, status: result.status ?? null });
+    if (wasRunning) {
+      recordFinishedMatch(this.ctx.db, {
+        id: world.id,
+        mode: world.mode.name,
+        status: 'finished',
+        players: [...world.everJoined],
+        result,
+        startedAt: world.startedAt === null ? null : new Date(world.startedAt),
+        finishedAt: new Date(this.ctx.clock.now()),
+      }).catch((err) => this.ctx.log.error('world_record_failed', { world_id: world.id, error: err }));
+    }
+    if (world.mode.world!.persistent) void forgetWorld(this.ctx.db, world.id).catch((err) => this.ctx.log.error('world_forget_failed', { world_id: world.id, error: err }));
+    const t = setTimeout(() => {
+      this.#lingering.delete(t);
+      this.#worlds.delete(world.id);
+    }, FINISHED_LINGER_MS);
+    t.unref();
+    this.#lingering.add(t);
+  }
+
+  /** A world that never started: gone without a trace. */
+  #drop(world: LiveWorld): void {
+    world.status = 'finished';
+    this.#worlds.delete(world.id);
+    this.#listCache = null;
+    this.#unown(world);
+  }
+
+  #unown(world: LiveWorld): void {
+    if (world.ownerId === null) return;
+    const n = (this.#owned.get(world.ownerId) ?? 1) - 1;
+    if (n <= 0) this.#owned.delete(world.ownerId);
+    else this.#owned.set(world.ownerId, n);
+    world.ownerId = null;
+  }
+
+  // ---- lane events --------------------------------------------------------------
+
+  isWorldEvent(e: LaneEvent): e is WorldEvent {
+    return 'worldId' in e;
+  }
+
+  onLaneEvent(e: WorldEvent): void {
+    const world = this.#worlds.get(e.worldId);
+    if (e.k === 'world_snapshot') {
+      this.#snapshotWaiters.get(e.worldId)?.();
+      void this.#saveSnapshot(e.worldId, e.zones);
+      return;
+    }
+    if (!world || world.status === 'finished') return;
+    switch (e.k) {
+      case 'world': {
+        if (e.tick) {
+          world.inFlight = false;
+          this.#stats.busy.push(e.tick.busyMs);
+          this.#stats.late.push(e.tick.lateMs);
+        }
+        if (e.phase) world.phase = e.phase;
+        for (const [text, players] of e.out.sends) {
+          if (players === null) this.#toRoster(world, text);
+          // A joiner's keyframes come before its join is answered.
+          else for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.sessions.pushText(p, text);
+        }
+        for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
+        return;
+      }
+      case 'world_skipped':
+        world.inFlight = false;
+        this.#stats.skipped++;
+        return;
+      case 'world_finished':
+        world.inFlight = false;
+        return this.#finish(world, e.result);
+      case 'world_vote':
+        // Worlds have no vote host of their own yet: the lane is freed to ask again.
+        this.pool.voteResolved(world.id, e.config.template, {});
+        this.ctx.log.info('world_vote_requested', { world_id: world.id, template: e.config.template });
+        return;
+    }
+  }
+
+  /** A script worker died: its worlds end in error, and their players are told. */
+  onLanesLost(ids: string[]): void {
+    for (const id of ids) {
+      const world = this.#worlds.get(id);
+      if (world && world.status === 'running') this.#finish(world, { status: 'error', reason: 'worker_lost' });
+    }
+  }
+
+  // ---- frames -------------------------------------------------------------------
+
+  async #createFrame(session: Session, mode: string): Promise<Reply> {
+    const playerId = session.playerId!;
+    const world = await this.#create(mode, playerId);
+    return { type: 'world.joined', payload: await this.#joinInto(world, playerId, {}) };
+  }
+
+  async #findOrCreateFrame(session: Session, modeName: string, ctx: JsonObject): Promise<Reply> {
+    const playerId = session.playerId!;
+    const mode = this.game.info.modes.get(modeName);
+    if (!mode) throw new FrameError('not_found');
+    if (mode.kind !== 'world') throw new FrameError('wrong_mode_type');
+    if (!mode.quick_play) throw new FrameError('quick_play_disabled');
+    const pick = this.#quickPlay.then(async () => {
+      for (const w of this.#worlds.values()) {
+        if (w.mode.name !== mode.name || (w.status !== 'loading' && w.status !== 'running')) continue;
+        if (w.roster.has(playerId) || w.roster.size + w.joining.size < w.mode.max_players) return w;
+      }
+      return this.#create(mode.name, playerId);
+    });
+    this.#quickPlay = pick.catch(() => {});
+    const world = await pick;
+    return { type: 'world.joined', payload: await this.#joinInto(world, playerId, ctx) };
+  }
+
+  async #joinFrame(session: Session, worldId: string, ctx: JsonObject): Promise<Reply> {
+    const playerId = session.playerId!;
+    const world = this.#worlds.get(worldId.toLowerCase());
+    // A lookup miss answers before the join bucket is touched.
+    if (!world || (world.status === 'finished' && !world.roster.has(playerId))) throw new FrameError('world_not_found');
+    if (!this.ctx.limits.take('join', `p:${playerId}`).ok) throw new FrameError('join_rate_limited');
+    return { type: 'world.joined', payload: await this.#joinInto(world, playerId, ctx) };
+  }
+
+  #inputFrame(session: Session, input: JsonObject, seq: unknown): null {
+    const world = this.#byPlayer.get(session.playerId!);
+    if (!world || world.status !== 'running') throw new FrameError('not_in_match', { frameType: 'world.input', echoCid: false });
+    const stamped = typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0 ? seq : null;
+    this.pool.worldInput(world.id, session.playerId!, input, stamped);
+    return null;
+  }
+
+  #resyncFrame(session: Session, zone: [number, number] | null): null {
+    const playerId = session.playerId!;
+    const world = this.#byPlayer.get(playerId);
+    if (!zone || !world || world.status !== 'running') return null;
+    if (!this.ctx.limits.take('resync', `p:${playerId}`).ok || !this.ctx.limits.take('resync_global', 'node').ok) return null;
+    this.pool.worldResync(world.id, playerId, zone[0], zone[1]);
+    return null;
+  }
+
+  // ---- chat, persistence ------------------------------------------------------
+
+  /** The player stands in a new zone: its `zone:` channel and the `prox:` channels of the zones it watches follow. */
+  #moved(world: LiveWorld, playerId: string, [x, y]: [number, number]): void {
+    world.zones.set(playerId, [x, y]);
+    const r = world.mode.world!.view_radius;
+    const n = world.mode.world!.grid_size;
+    const channels = [`world:${world.id}`, `zone:${world.id}:${x},${y}`];
+    for (let dx = -r; dx <= r; dx++) for (let dy = -r; dy <= r; dy++) if (x + dx >= 0 && y + dy >= 0 && x + dx < n && y + dy < n) channels.push(`prox:${world.id}:${x + dx},${y + dy}`);
+    this.chat.setFollowed(playerId, channels);
+  }
+
+  #snapshotAll(): Promise<void>[] {
+    const waits: Promise<void>[] = [];
+    for (const w of this.#worlds.values()) {
+      if (!w.mode.world!.persistent || w.status !== 'running') continue;
+      waits.push(
+        new Promise<void>((resolve) => {
+          this.#snapshotWaiters.set(w.id, resolve);
+          this.pool.worldSnapshot(w.id);
+        }),
+      );
+    }
+    return waits;
+  }
+
+  async #saveSnapshot(worldId: string, zones: ZoneSnapshot[]): Promise<void> {
+    try {
+      await saveSnapshot(this.ctx.db, this.ctx.ids, worldId, zones, new Date(this.ctx.clock.now()));
+    } catch (err) {
+      this.ctx.log.error('world_snapshot_failed', { world_id: worldId, error: err instanceof Error ? err.message : String(err) });
+    } finally {
+      this.#snapshotWaiters.delete(worldId);
+    }
+  }
+
+  /** Shutdown: persistent worlds save once more (bounded), then every timer stops. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#snapshotTimer) clearInterval(this.#snapshotTimer);
+    const saves = this.#snapshotAll();
+    if (saves.length > 0) await Promise.race([Promise.all(saves), new Promise((r) => setTimeout(r, 2000).unref())]);
+    for (const w of this.#worlds.values()) {
+      if (w.timer) clearTimeout(w.timer);
+      if (w.graceTimer) clearTimeout(w.graceTimer);
+      for (const t of w.detached.values()) if (t) clearTimeout(t);
+    }
+    for (const t of this.#lingering) clearTimeout(t);
+  }
+
+  // ---- shapes ---------------------------------------------------------------------
+
+  #toRoster(world: LiveWorld, text: string): void {
+    for (const playerId of world.roster) if (!world.detached.has(playerId)) this.sessions.pushText(playerId, text);
+  }
+
+  #listing(w: LiveWorld): WorldListing {
+    return {
+      world_id: w.id,
+      mode: w.mode.name,
+      status: w.status,
+      player_count: w.roster.size,
+      max_players: w.mode.max_players,
+      grid_size: w.mode.world!.grid_size,
+      started_at: w.startedAt,
+      ...(w.phase ? { phase: w.phase as WorldListing['phase'] } : {}),
+    };
+  }
+
+  #joined(w: LiveWorld): WorldJoined {
+    return { ...this.#listing(w), listed: w.mode.listed, quick_play: w.mode.quick_play, players: [...w.roster] };
+  }
+}

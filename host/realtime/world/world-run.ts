@@ -1,0 +1,687 @@
+/**
+ * One live world on its script lane: the world VM, the zone VMs it runs,
+ * where every player and entity is, and what each connection watches. A
+ * world tick runs every zone's script steps, moves entities across zone
+ * borders, runs `post_tick`, and on broadcast ticks turns each zone's entity
+ * table into one `world.tick` delta shared by every player watching the
+ * zone. The main thread only writes the frames this produces.
+ */
+import type { RateLimiter } from '../../../runtime/contracts/context';
+import type { IdSource } from '../../../runtime/platform/ids';
+import type { Logger } from '../../../runtime/platform/log';
+import type { Budgets, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/api';
+import { lua } from '../../../runtime/lua/vm';
+import { isObjectJson } from '../../../runtime/lua/marshal';
+import type { ZoneSpatial } from '../../../runtime/lua/spatial';
+import { WorldVm, ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
+import { parsePhases, PhaseClock } from '../../../runtime/phases/phases';
+import { TerrainStore, terrainProvider } from './terrain';
+import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
+
+/** A zone's coordinates packed in one number (grids are at most 1000 a side). */
+type ZoneKey = number;
+const keyOf = (x: number, y: number): ZoneKey => x * 4096 + y;
+const coordsOf = (key: ZoneKey): [number, number] => [Math.floor(key / 4096), key % 4096];
+
+/** At most this many `game.zone.apply` sends per calling zone per tick. */
+const EFFECTS_PER_TICK = 64;
+/** The periodic `world.phase_changed` (no `world_id`) comes about this often. */
+const PHASE_PUSH_EVERY_MS = 3000;
+/** A zone whose callbacks hit a limit this many ticks in a row sits out a growing number of ticks. */
+const ZONE_BACKOFF_MAX_TICKS = 128;
+
+export interface WorldRunOptions {
+  worldId: string;
+  mode: ModeInfo;
+  seed: number;
+  source: ScriptSource;
+  budgets: Budgets;
+  failingTicksMax: number;
+  log: Logger;
+  limits: RateLimiter;
+  ids: IdSource;
+  bindings: ScriptBindings;
+  /** `game.send` from any of the world's VMs. */
+  send(playerId: string, message: JsonValue): void;
+}
+
+/** What a persistent world left in the database, to start from after a restart. */
+export interface WorldRecovery {
+  zones: ZoneSnapshot[];
+}
+
+/**
+ * Frames one step produced, in the order they must reach the sockets: each
+ * text with the players it goes to, or null for everyone in the world (a
+ * `world.<leaf>` broadcast).
+ */
+export interface WorldOutput {
+  sends: [string, string[] | null][];
+  /** Players whose zone changed: [player, x, y]. */
+  moved: [string, number, number][];
+}
+
+interface Zone {
+  key: ZoneKey;
+  x: number;
+  y: number;
+  vm: ZoneVm;
+  /** Players whose entity this zone owns. */
+  players: Set<string>;
+  inputs: ZoneInput[];
+  effects: JsonObject[];
+  /** Consecutive ticks with a callback stopped by a limit, and ticks left to sit out. */
+  failing: number;
+  resting: number;
+  /** `game.zone.apply` sends this tick. */
+  applied: number;
+  idleSince: number | null;
+}
+
+/** What a zone last sent, kept even while the zone is stopped, so sequences never go back. */
+interface Published {
+  seq: number;
+  entities: Map<string, JsonObject>;
+}
+
+interface Player {
+  id: string;
+  zone: ZoneKey;
+  /** Zones this player watches. */
+  ring: Set<ZoneKey>;
+  consumed: number;
+  ackSent: number;
+  /** Detached players (disconnected inside `player_ttl_ms`) keep their entity but watch nothing. */
+  attached: boolean;
+}
+
+export class WorldRun {
+  readonly settings: WorldSettings;
+  readonly #o: WorldRunOptions;
+  readonly #vm: WorldVm;
+  readonly #zones = new Map<ZoneKey, Zone>();
+  readonly #published = new Map<ZoneKey, Published>();
+  readonly #watchers = new Map<ZoneKey, Set<string>>();
+  readonly #players = new Map<string, Player>();
+  /** Which zone last published each entity (for `game.zone.apply`). */
+  readonly #entityZone = new Map<string, ZoneKey>();
+  readonly #seeds: JsonObject;
+  readonly #templates: Record<string, JsonObject>;
+  readonly #terrain: TerrainStore | null;
+  readonly #phases: PhaseClock | null;
+  #phasePushedAt = 0;
+  #tick = 0;
+  #spawns: { id: string; entity: JsonObject }[] = [];
+  #despawns: string[] = [];
+  #out: WorldOutput = emptyOutput();
+  #finished: JsonObject | null = null;
+  #vote: JsonValue = null;
+  #spawnCount = 0;
+
+  private constructor(options: WorldRunOptions, vm: WorldVm) {
+    this.#o = options;
+    this.settings = options.mode.world!;
+    this.#vm = vm;
+    const templates = vm.declaration('spawn_templates');
+    this.#templates = {};
+    if (isObjectJson(templates)) for (const [id, t] of Object.entries(templates)) if (isObjectJson(t)) this.#templates[id] = t;
+    const terrain = terrainProvider(vm.declaration('terrain_provider'), options.source, options.seed);
+    if (!terrain.ok) options.log.warn('world_terrain_refused', { world_id: options.worldId, mode: options.mode.name, problem: terrain.problem });
+    this.#terrain = terrain.ok && terrain.provider ? new TerrainStore(terrain.provider, this.settings.grid_size) : null;
+    const declared = vm.declaration('phases');
+    const phases = declared === undefined || declared === null ? { phases: [], problems: [] } : parsePhases(declared);
+    for (const problem of phases.problems) options.log.warn('world_phases_problem', { world_id: options.worldId, mode: options.mode.name, problem });
+    this.#phases = phases.phases.length > 0 ? new PhaseClock(phases.phases, Date.now()) : null;
+    this.#seeds = vm.generateWorld(options.seed);
+  }
+
+  /** Builds the world VM, reads its declarations and runs `init`; null when any of that fails. */
+  static start(options: WorldRunOptions, recovery: WorldRecovery | null): WorldRun | null {
+    const run = WorldRun.#build(options);
+    if (!run) return null;
+    if (!run.#vm.init().ok) {
+      run.close();
+      return null;
+    }
+    if (recovery) run.#recover(recovery);
+    if (!run.settings.lazy_zones) {
+      const n = run.settings.grid_size;
+      for (let x = 0; x < n; x++) for (let y = 0; y < n; y++) run.#ensureZone(keyOf(x, y));
+    }
+    run.#runPhases(Date.now());
+    return run;
+  }
+
+  static #build(options: WorldRunOptions): WorldRun | null {
+    // The world VM's services reach the run, which needs the VM to exist first.
+    const ref: { run: WorldRun | null } = { run: null };
+    const services: WorldServices = {
+      log: options.log.child({ world_id: options.worldId }),
+      limits: options.limits,
+      clock: { now: () => Date.now() },
+      ids: options.ids,
+      bindings: options.bindings,
+      send: options.send,
+      broadcast: (leaf, payload) => {
+        if (ref.run) ref.run.#broadcast(leaf, payload);
+      },
+      get terrain() {
+        return ref.run ? ref.run.#terrainAccess() : null;
+      },
+    };
+    let vm: WorldVm | undefined;
+    try {
+      vm = WorldVm.create({ source: options.source, mode: options.mode, worldId: options.worldId, services, budgets: options.budgets });
+      ref.run = new WorldRun(options, vm);
+      return ref.run;
+    } catch (err) {
+      vm?.close();
+      options.log.warn('world_init_failed', { world_id: options.worldId, mode: options.mode.name, message: (err as Error).message });
+      return null;
+    }
+  }
+
+  #terrainAccess(): TerrainAccess | null {
+    const store = this.#terrain;
+    return store ? { get: (cx, cy) => store.get(cx, cy), preload: (list) => void store.preload(list) } : null;
+  }
+
+  get tick(): number {
+    return this.#tick;
+  }
+
+  get finished(): JsonObject | null {
+    return this.#finished;
+  }
+
+  /** The phase listing form, or null for a mode without phases. */
+  phaseListing(): JsonObject | null {
+    return this.#phases ? this.#phases.listing(Date.now()) : null;
+  }
+
+  /** `_vote` of the last `post_tick` (taken once). */
+  takeVote(): JsonValue {
+    const vote = this.#vote;
+    this.#vote = null;
+    return vote;
+  }
+
+  takeOutput(): WorldOutput {
+    const out = this.#out;
+    this.#out = emptyOutput();
+    return out;
+  }
+
+  // ---- players ------------------------------------------------------------
+
+  /** `join`, then `spawn_position`, then the player's entity in its zone and the keyframes of its ring. */
+  join(playerId: string, ctx: JsonObject): JoinResult & { zone?: [number, number] } {
+    const known = this.#players.get(playerId);
+    if (known) {
+      // Back inside the grace window: the same entity, a fresh view.
+      known.attached = true;
+      this.#watch(known, known.zone, true);
+      return { ok: true, zone: coordsOf(known.zone) };
+    }
+    const joined = this.#vm.join(playerId, ctx);
+    if (!joined.ok) return joined;
+    const at = this.#vm.spawnPosition(playerId);
+    const key = this.#zoneAt(at.x, at.y);
+    const zone = this.#ensureZone(key);
+    if (!zone) {
+      this.#vm.leave(playerId);
+      return { ok: false, refused: false, kind: 'error', message: 'zone_unavailable' };
+    }
+    zone.vm.put(playerId, { x: at.x, y: at.y, type: 'player' });
+    zone.players.add(playerId);
+    const player: Player = { id: playerId, zone: key, ring: new Set(), consumed: -1, ackSent: -1, attached: true };
+    this.#players.set(playerId, player);
+    this.#phases?.setPlayers(this.#players.keys());
+    this.#phases?.setReady(playerId, true);
+    this.#watch(player, key, true);
+    return { ok: true, zone: [zone.x, zone.y] };
+  }
+
+  /** The player's connection went away inside `player_ttl_ms`: its entity stays, it watches nothing. */
+  detach(playerId: string): void {
+    const player = this.#players.get(playerId);
+    if (!player || !player.attached) return;
+    player.attached = false;
+    for (const key of player.ring) this.#watchers.get(key)?.delete(playerId);
+    player.ring.clear();
+  }
+
+  leave(playerId: string): void {
+    const player = this.#players.get(playerId);
+    if (!player) return;
+    this.#players.delete(playerId);
+    const zone = this.#zones.get(player.zone);
+    zone?.vm.take(playerId);
+    zone?.players.delete(playerId);
+    this.#entityZone.delete(playerId);
+    if (player.attached) for (const key of player.ring) this.#unwatch(player, key);
+    this.#vm.leave(playerId);
+    this.#phases?.setPlayers(this.#players.keys());
+  }
+
+  input(playerId: string, input: JsonObject, seq: number | null): void {
+    const player = this.#players.get(playerId);
+    if (!player) return;
+    this.#zones.get(player.zone)?.inputs.push({ playerId, input, seq });
+  }
+
+  /** A fresh keyframe of a watched zone for one player. */
+  resync(playerId: string, x: number, y: number): void {
+    const player = this.#players.get(playerId);
+    const key = keyOf(x, y);
+    if (!player || !player.attached || x < 0 || y < 0 || x >= this.settings.grid_size || y >= this.settings.grid_size || !player.ring.has(key)) return;
+    this.#out.sends.push([this.#keyframe(key), [playerId]]);
+  }
+
+  // ---- the tick -------------------------------------------------------------
+
+  /** One world tick; `finished` is set when the world ended during it. */
+  step(now: number): void {
+    this.#tick++;
+    const tick = this.#tick;
+    for (const zone of [...this.#zones.values()]) this.#zoneStep(zone, tick);
+    this.#applySpawns();
+    this.#crossings();
+    const post = this.#vm.postTick(tick);
+    if (post.finished) {
+      this.#finished = post.finished.result;
+      return;
+    }
+    if (post.vote !== null && isObjectJson(post.vote) && Object.keys(post.vote).length > 0) this.#vote = post.vote;
+    this.#runPhases(now);
+    if (this.#finished) return;
+    if (tick % this.settings.broadcast_interval === 0) this.#broadcastDeltas(tick);
+    this.#stopIdleZones(now);
+  }
+
+  #zoneStep(zone: Zone, tick: number): void {
+    zone.applied = 0;
+    const cold = zone.players.size === 0;
+    if (cold && tick % this.settings.cold_tick_divisor !== 0 && zone.effects.length === 0) return;
+    if (zone.resting > 0) {
+      zone.resting--;
+      zone.inputs.length = 0;
+      zone.effects.length = 0;
+      return;
+    }
+    const inputs = zone.inputs.splice(0);
+    const effects = zone.effects.splice(0);
+    zone.vm.takeLimitFailure();
+    const { consumed } = zone.vm.tick(inputs, effects);
+    for (const [playerId, seq] of consumed) {
+      const player = this.#players.get(playerId);
+      if (player && seq > player.consumed) player.consumed = seq;
+    }
+    const failure = zone.vm.takeLimitFailure();
+    zone.failing = failure ? zone.failing + 1 : 0;
+    if (failure && zone.failing >= this.#o.failingTicksMax) {
+      // Contained: the zone sits out a growing number of ticks; the rest of the world keeps its cadence.
+      zone.resting = Math.min(ZONE_BACKOFF_MAX_TICKS, 2 ** Math.min(7, zone.failing - this.#o.failingTicksMax + 1));
+      this.#o.log.warn('zone_script_budget', {
+        world_id: this.#o.worldId,
+        zone: `${zone.x},${zone.y}`,
+        callback: failure.callback,
+        reason_class: failure.kind,
+        failing_ticks: zone.failing,
+        rest_ticks: zone.resting,
+      });
+    }
+  }
+
+  /** Entities whose position left their zone move to the zone they are now in; players within the `rehome` limits. */
+  #crossings(): void {
+    for (const zone of [...this.#zones.values()]) {
+      for (const { id, x, y } of zone.vm.positions()) {
+        const key = this.#zoneAt(x, y);
+        if (key === zone.key) continue;
+        const player = zone.players.has(id) ? this.#players.get(id) : undefined;
+        if (player && (!this.#o.limits.take('rehome', `p:${id}`).ok || !this.#o.limits.take('rehome_global', 'node').ok)) continue;
+        const target = this.#ensureZone(key);
+        if (!target) continue;
+        const entity = zone.vm.take(id);
+        if (!entity) continue;
+        target.vm.put(id, entity);
+        if (player) {
+          zone.players.delete(id);
+          target.players.add(id);
+          const from = player.zone;
+          player.zone = key;
+          if (player.attached) this.#watch(player, key, false);
+          if (from !== key) this.#out.moved.push([id, target.x, target.y]);
+        }
+      }
+    }
+  }
+
+  #applySpawns(): void {
+    const spawns = this.#spawns;
+    const despawns = this.#despawns;
+    this.#spawns = [];
+    this.#despawns = [];
+    for (const id of despawns) {
+      const key = this.#entityZone.get(id);
+      const zone = key === undefined ? undefined : this.#zones.get(key);
+      if (zone && !zone.players.has(id)) zone.vm.take(id);
+      else for (const z of this.#zones.values()) if (!z.players.has(id) && z.vm.take(id)) break;
+    }
+    for (const { id, entity } of spawns) {
+      const zone = this.#ensureZone(this.#zoneAt(entity.x as number, entity.y as number));
+      zone?.vm.put(id, entity);
+    }
+  }
+
+  #runPhases(now: number): void {
+    const clock = this.#phases;
+    if (!clock) return;
+    const transitions = clock.advance(now);
+    for (const t of transitions) {
+      if (t.ended !== null) this.#vm.phase('on_phase_ended', t.ended);
+      if (t.started !== null) this.#vm.phase('on_phase_started', t.started);
+    }
+    if (transitions.length > 0) {
+      this.#toAll(JSON.stringify({ type: 'world.phase_changed', payload: { world_id: this.#o.worldId, ...clock.payload(now) } }));
+      this.#phasePushedAt = now;
+    } else if (now - this.#phasePushedAt >= PHASE_PUSH_EVERY_MS) {
+      this.#toAll(JSON.stringify({ type: 'world.phase_changed', payload: clock.payload(now) }));
+      this.#phasePushedAt = now;
+    }
+    if (clock.complete && !this.#finished) this.#finished = { status: 'phases_complete' };
+  }
+
+  /** Every zone that changed since its last frame sends one delta to the players watching it; then the acks. */
+  #broadcastDeltas(tick: number): void {
+    for (const zone of this.#zones.values()) {
+      const published = this.#publishedOf(zone.key);
+      const current = JSON.parse(zone.vm.entitiesText()) as Record<string, JsonValue>;
+      const updates: string[] = [];
+      for (const id in current) {
+        const entity = current[id];
+        if (!isObjectJson(entity)) continue;
+        const before = published.entities.get(id);
+        this.#entityZone.set(id, zone.key);
+        if (!before) {
+          updates.push(entityText('a', id, entity));
+        } else {
+          const changed = changedFields(before, entity);
+          if (changed) updates.push(entityText('u', id, changed));
+        }
+        published.entities.set(id, entity);
+      }
+      for (const id of [...published.entities.keys()]) {
+        if (id in current && isObjectJson(current[id]!)) continue;
+        published.entities.delete(id);
+        if (this.#entityZone.get(id) === zone.key) this.#entityZone.delete(id);
+        updates.push(`{"op":"r","id":${JSON.stringify(id)}}`);
+      }
+      if (updates.length === 0) continue;
+      published.seq++;
+      const watchers = this.#watchers.get(zone.key);
+      if (!watchers || watchers.size === 0) continue;
+      const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${updates.join(',')}]}}`;
+      this.#out.sends.push([text, [...watchers]]);
+    }
+    for (const player of this.#players.values()) {
+      if (!player.attached || player.consumed <= player.ackSent) continue;
+      player.ackSent = player.consumed;
+      this.#out.sends.push([`{"type":"world.ack","payload":{"tick":${tick},"seq":${player.consumed}}}`, [player.id]]);
+    }
+  }
+
+  // ---- zones --------------------------------------------------------------
+
+  #zoneAt(x: number, y: number): ZoneKey {
+    const n = this.settings.grid_size;
+    const size = this.settings.zone_size;
+    const cx = Math.min(n - 1, Math.max(0, Math.floor((Number.isFinite(x) ? x : 0) / size)));
+    const cy = Math.min(n - 1, Math.max(0, Math.floor((Number.isFinite(y) ? y : 0) / size)));
+    return keyOf(cx, cy);
+  }
+
+  #ensureZone(key: ZoneKey, start: { entities?: Record<string, JsonObject>; zoneState?: JsonValue } = {}): Zone | null {
+    const running = this.#zones.get(key);
+    if (running) return running;
+    if (this.#zones.size >= this.settings.max_active_zones) return null;
+    const [x, y] = coordsOf(key);
+    let zoneState = start.zoneState;
+    if (zoneState === undefined) {
+      const seeded = this.#seeds[`${x},${y}`];
+      zoneState = this.#vm.zoneLoaded(x, y) ?? (isObjectJson(seeded) ? seeded.game_state : undefined);
+    }
+    let vm: ZoneVm;
+    try {
+      vm = ZoneVm.create({
+        source: this.#o.source,
+        mode: this.#o.mode,
+        worldId: this.#o.worldId,
+        zone: [x, y],
+        services: this.#zoneServices(key),
+        budgets: this.#o.budgets,
+        zoneState,
+        entities: start.entities,
+      });
+    } catch (err) {
+      this.#o.log.warn('zone_start_failed', { world_id: this.#o.worldId, zone: `${x},${y}`, message: (err as Error).message });
+      return null;
+    }
+    const zone: Zone = { key, x, y, vm, players: new Set(), inputs: [], effects: [], failing: 0, resting: 0, applied: 0, idleSince: null };
+    this.#zones.set(key, zone);
+    return zone;
+  }
+
+  #stopIdleZones(now: number): void {
+    if (!this.settings.lazy_zones) return;
+    for (const zone of [...this.#zones.values()]) {
+      const idle = zone.players.size === 0 && this.#publishedOf(zone.key).entities.size === 0 && zone.vm.positions().length === 0 && !zone.vm.keepHot();
+      if (!idle) {
+        zone.idleSince = null;
+        continue;
+      }
+      zone.idleSince ??= now;
+      if (now - zone.idleSince < this.settings.zone_idle_timeout) continue;
+      zone.vm.close();
+      this.#zones.delete(zone.key);
+      this.#vm.zoneUnloaded(zone.x, zone.y);
+    }
+  }
+
+  #zoneServices(key: ZoneKey): ZoneServices {
+    const o = this.#o;
+    const [x, y] = coordsOf(key);
+    const spatial: ZoneSpatial = {
+      pushOwnEntities: (L: any) => {
+        const zone = this.#zones.get(key);
+        if (zone) zone.vm.pushEntitiesOnto(L);
+        else lua.lua_pushnil(L);
+      },
+      mirrors: () => this.#mirrors(key),
+    };
+    const services: ZoneServices = {
+      log: o.log.child({ world_id: o.worldId, zone: `${x},${y}` }),
+      limits: o.limits,
+      clock: { now: () => Date.now() },
+      ids: o.ids,
+      bindings: o.bindings,
+      send: o.send,
+      broadcast: (leaf, payload) => this.#broadcast(leaf, payload),
+      terrain: this.#terrainAccess(),
+      spawn: (template, sx, sy, overrides) => {
+        const fields = this.#templates[template];
+        if (!fields) return false;
+        const id = `${template}-${++this.#spawnCount}`;
+        this.#spawns.push({ id, entity: { ...fields, ...overrides, x: sx, y: sy } });
+        return true;
+      },
+      despawn: (id) => void this.#despawns.push(id),
+      apply: (entityId, event) => {
+        const zone = this.#zones.get(key);
+        const target = this.#entityZone.get(entityId);
+        if (!zone || target === undefined || target === key || zone.applied >= EFFECTS_PER_TICK) return false;
+        const [tx, ty] = coordsOf(target);
+        if (Math.abs(tx - x) > 1 || Math.abs(ty - y) > 1) return false;
+        const owner = this.#zones.get(target);
+        if (!owner) return false;
+        zone.applied++;
+        owner.effects.push({ entity_id: entityId, event });
+        return true;
+      },
+      spatial,
+    };
+    return services;
+  }
+
+  /** Entities of the touching zones within `border_band` of this zone's edges, as last published. */
+  #mirrors(key: ZoneKey): { id: string; entity: JsonObject }[] {
+    const band = this.settings.border_band * this.settings.zone_size;
+    if (band <= 0) return [];
+    const [x, y] = coordsOf(key);
+    const size = this.settings.zone_size;
+    const left = x * size - band;
+    const right = (x + 1) * size + band;
+    const top = y * size - band;
+    const bottom = (y + 1) * size + band;
+    const out: { id: string; entity: JsonObject }[] = [];
+    for (let dx = -1; dx <= 1; dx++) {
+      for (let dy = -1; dy <= 1; dy++) {
+        if (dx === 0 && dy === 0) continue;
+        const published = this.#published.get(keyOf(x + dx, y + dy));
+        if (!published || x + dx < 0 || y + dy < 0) continue;
+        for (const [id, entity] of published.entities) {
+          const ex = entity.x;
+          const ey = entity.y;
+          if (typeof ex === 'number' && typeof ey === 'number' && ex >= left && ex < right && ey >= top && ey < bottom) out.push({ id, entity });
+        }
+      }
+    }
+    return out;
+  }
+
+  #publishedOf(key: ZoneKey): Published {
+    let published = this.#published.get(key);
+    if (!published) {
+      published = { seq: 0, entities: new Map() };
+      this.#published.set(key, published);
+    }
+    return published;
+  }
+
+  // ---- interest -----------------------------------------------------------
+
+  /** The player now stands in `key`: it watches the ring around it; zones entering the ring get keyframes, leaving ones removals. */
+  #watch(player: Player, key: ZoneKey, fresh: boolean): void {
+    const [x, y] = coordsOf(key);
+    const r = this.settings.view_radius;
+    const n = this.settings.grid_size;
+    const ring = new Set<ZoneKey>();
+    for (let dx = -r; dx <= r; dx++) {
+      for (let dy = -r; dy <= r; dy++) {
+        const zx = x + dx;
+        const zy = y + dy;
+        if (zx >= 0 && zy >= 0 && zx < n && zy < n) ring.add(keyOf(zx, zy));
+      }
+    }
+    for (const old of player.ring) if (!ring.has(old)) this.#unwatch(player, old);
+    for (const k of ring) {
+      if (!fresh && player.ring.has(k)) continue;
+      let watchers = this.#watchers.get(k);
+      if (!watchers) {
+        watchers = new Set();
+        this.#watchers.set(k, watchers);
+      }
+      watchers.add(player.id);
+      this.#out.sends.push([this.#keyframe(k), [player.id]]);
+      const [cx, cy] = coordsOf(k);
+      const chunk = this.#terrain?.get(cx, cy) ?? null;
+      if (chunk !== null) this.#out.sends.push([`{"type":"world.terrain","payload":{"coords":[${cx},${cy}],"data":${JSON.stringify(chunk)}}}`, [player.id]]);
+    }
+    player.ring = ring;
+  }
+
+  #unwatch(player: Player, key: ZoneKey): void {
+    this.#watchers.get(key)?.delete(player.id);
+    player.ring.delete(key);
+    const published = this.#published.get(key);
+    const [x, y] = coordsOf(key);
+    const removals = published ? [...published.entities.keys()].map((id) => `{"op":"r","id":${JSON.stringify(id)}}`) : [];
+    this.#out.sends.push([`{"type":"world.tick","payload":{"zone":[${x},${y}],"tick":0,"updates":[${removals.join(',')}]}}`, [player.id]]);
+  }
+
+  #keyframe(key: ZoneKey): string {
+    const published = this.#publishedOf(key);
+    const [x, y] = coordsOf(key);
+    const adds: string[] = [];
+    for (const [id, entity] of published.entities) adds.push(entityText('a', id, entity));
+    return `{"type":"world.tick","payload":{"zone":[${x},${y}],"frame_seq":${published.seq},"kf":true,"tick":0,"updates":[${adds.join(',')}]}}`;
+  }
+
+  #broadcast(leaf: string, payload: JsonObject): void {
+    this.#out.sends.push([`{"type":${JSON.stringify(`world.${leaf}`)},"payload":${JSON.stringify(payload)}}`, null]);
+  }
+
+  #toAll(text: string): void {
+    const attached = [...this.#players.values()].filter((p) => p.attached).map((p) => p.id);
+    if (attached.length > 0) this.#out.sends.push([text, attached]);
+  }
+
+  // ---- persistence ----------------------------------------------------------
+
+  /** Every running zone's entities (players left out: they come back by joining) and state. */
+  snapshot(): WorldRecovery['zones'] {
+    const out: WorldRecovery['zones'] = [];
+    for (const zone of this.#zones.values()) {
+      const entities = JSON.parse(zone.vm.entitiesText()) as Record<string, JsonObject>;
+      for (const id of zone.players) delete entities[id];
+      out.push({ x: zone.x, y: zone.y, entities, zone_state: zone.vm.stateJson(), tick: this.#tick });
+    }
+    return out;
+  }
+
+  #recover(recovery: WorldRecovery): void {
+    const zones: JsonObject = {};
+    for (const z of recovery.zones) {
+      if (z.x < 0 || z.y < 0 || z.x >= this.settings.grid_size || z.y >= this.settings.grid_size) continue;
+      this.#ensureZone(keyOf(z.x, z.y), { entities: z.entities, zoneState: z.zone_state });
+      zones[`${z.x},${z.y}`] = { entities: z.entities, zone_state: z.zone_state, tick: z.tick };
+      this.#tick = Math.max(this.#tick, z.tick);
+    }
+    this.#vm.recovered({ world_id: this.#o.worldId, zones });
+  }
+
+  close(): void {
+    for (const zone of this.#zones.values()) zone.vm.close();
+    this.#zones.clear();
+    this.#vm.close();
+  }
+}
+
+function emptyOutput(): WorldOutput {
+  return { sends: [], moved: [] };
+}
+
+/** `{"op":…,"id":…,…fields}`: fields sit flat beside `op` and `id` (fields of those names are the engine's). */
+function entityText(op: 'a' | 'u', id: string, fields: JsonObject): string {
+  let text = `{"op":"${op}","id":${JSON.stringify(id)}`;
+  for (const k in fields) {
+    if (k === 'op' || k === 'id') continue;
+    text += `,${JSON.stringify(k)}:${JSON.stringify(fields[k])}`;
+  }
+  return text + '}';
+}
+
+/** The fields that differ (a field gone reads as null), or null when none does. */
+function changedFields(before: JsonObject, after: JsonObject): JsonObject | null {
+  let changed: JsonObject | null = null;
+  for (const k in after) {
+    const a = after[k]!;
+    const b = before[k];
+    if (a === b) continue;
+    if (typeof a === 'object' && a !== null && b !== undefined && JSON.stringify(a) === JSON.stringify(b)) continue;
+    (changed ??= {})[k] = a;
+  }
+  for (const k in before) if (!(k in after)) (changed ??= {})[k] = null;
+  return changed;
+}

@@ -1,0 +1,169 @@
+/**
+ * What every instance VM (a match, a world, a zone) shares: a sandbox running
+ * one mode script, hot reload against the script's revision, values the host
+ * keeps in the Lua registry between calls, and one way to report a failed
+ * callback. The instance kinds differ only in their callbacks.
+ */
+import { DEFAULT_BUDGETS, type Budgets, type CallResult, type FailureKind, isLimitKind, type LimitKind, type ScriptServices, type ScriptSource } from './api';
+import { dirOf } from './game';
+import { pushGlobal, pushRegistry, type LuaStringObject } from './marshal';
+import { lauxlib, lua, Sandbox, type Outcome } from './vm';
+import type { LogFields } from '../platform/log';
+
+/** A Lua value the host keeps between calls (a state, a zone's entities). */
+export class RegistrySlot {
+  #ref: number = lua.LUA_NOREF;
+
+  constructor(private readonly L: any) {}
+
+  get empty(): boolean {
+    return this.#ref === lua.LUA_NOREF;
+  }
+
+  /** Pushes the value, or nil while the slot is empty. */
+  push(): void {
+    if (this.#ref === lua.LUA_NOREF) lua.lua_pushnil(this.L);
+    else pushRegistry(this.L, this.#ref);
+  }
+
+  /** Pushes the value onto another thread of the same Lua state (a script calling in from a coroutine). */
+  pushOnto(L: any): void {
+    if (this.#ref === lua.LUA_NOREF) lua.lua_pushnil(L);
+    else pushRegistry(L, this.#ref);
+  }
+
+  /** Takes the value on top of the stack (popping it). */
+  store(): void {
+    if (this.#ref === lua.LUA_NOREF) this.#ref = lauxlib.luaL_ref(this.L, lua.LUA_REGISTRYINDEX);
+    else lua.lua_rawseti(this.L, lua.LUA_REGISTRYINDEX, this.#ref);
+  }
+
+  clear(): void {
+    if (this.#ref !== lua.LUA_NOREF) lauxlib.luaL_unref(this.L, lua.LUA_REGISTRYINDEX, this.#ref);
+    this.#ref = lua.LUA_NOREF;
+  }
+}
+
+export interface InstanceOptions {
+  source: ScriptSource;
+  /** The mode script, relative to the game directory. */
+  file: string;
+  services: ScriptServices;
+  budgets?: Partial<Budgets>;
+  /** Fields every log line of this instance carries (`match_id`, `world_id`, `zone`, `mode`). */
+  logFields: LogFields;
+}
+
+export abstract class ScriptInstance<Callback extends string> {
+  protected readonly sandbox: Sandbox;
+  protected readonly L: any;
+  protected readonly budgets: Budgets;
+  protected readonly services: ScriptServices;
+  protected readonly file: string;
+  protected closed = false;
+  readonly #source: ScriptSource;
+  readonly #logFields: LogFields;
+  #revision: number | undefined;
+  readonly #suppressed = new Map<string, number>();
+  #limitFailure: { callback: Callback | 'reload'; kind: LimitKind } | null = null;
+
+  protected constructor(options: InstanceOptions) {
+    this.#source = options.source;
+    this.file = options.file;
+    this.services = options.services;
+    this.#logFields = options.logFields;
+    this.budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
+    this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.file), heapBudget: this.budgets.heapBytes });
+    this.L = this.sandbox.L;
+  }
+
+  /** Compiles and runs the script body in this VM (creation and hot reload). */
+  protected evaluate(): { ok: true } | { ok: false; error: string } {
+    this.#revision = this.#source.revision?.(this.file);
+    return this.sandbox.runFile(this.file, this.budgets.heavy, this.budgets.loadMs);
+  }
+
+  /** The script changed on disk since this VM evaluated it. */
+  protected stale(): boolean {
+    const revision = this.#source.revision;
+    return revision !== undefined && revision(this.file) !== this.#revision;
+  }
+
+  /** Runs the new body over the live globals; a broken file keeps the old code. */
+  protected reevaluate(): { ok: true } | { ok: false; error: string } {
+    const result = this.sandbox.reevaluate(() => this.evaluate());
+    if (result.ok) this.services.log.info('lua_hot_reload', { ...this.#logFields, script: this.file });
+    else this.report('reload', 'error', result.error);
+    return result;
+  }
+
+  /** Re-evaluates the script now (hot reload). */
+  reload(): { ok: true } | { ok: false; error: string } {
+    this.sandbox.cap = Infinity;
+    return this.reevaluate();
+  }
+
+  /** The last callback a limit stopped since the previous ask (the host counts ticks that had one). */
+  takeLimitFailure(): { callback: string; kind: LimitKind } | null {
+    const failure = this.#limitFailure;
+    this.#limitFailure = null;
+    return failure;
+  }
+
+  /** Pushes a global callback; false (nothing pushed) when the script does not define it. */
+  protected pushCallback(name: LuaStringObject): boolean {
+    if (this.closed) return false;
+    if (pushGlobal(this.L, name) === lua.LUA_TFUNCTION) return true;
+    lua.lua_pop(this.L, 1);
+    return false;
+  }
+
+  /**
+   * A callback whose first result is a table the host keeps in `slot` (a
+   * state, an entity table); nothing, nil or a non-table is a failed call
+   * and the slot keeps its value. Extra results stay on the stack above the
+   * call's base for the caller to read; it clears the stack after.
+   */
+  protected tableCall(callback: Callback, slot: RegistrySlot, nargs: number, budget: number, ms: number): Outcome {
+    const L = this.L;
+    const out = this.sandbox.call(nargs, budget, ms);
+    if (!out.ok) {
+      this.fail(callback, out.kind, out.message);
+      return out;
+    }
+    if (out.results < 1 || lua.lua_type(L, -out.results) !== lua.LUA_TTABLE) {
+      const message = `${callback} must return a table`;
+      this.fail(callback, 'malformed', message);
+      return { ok: false, kind: 'malformed', message };
+    }
+    lua.lua_pushvalue(L, -out.results);
+    slot.store();
+    return out;
+  }
+
+  protected fail(callback: Callback | 'reload', kind: FailureKind, message: string): CallResult {
+    lua.lua_settop(this.L, 0);
+    this.report(callback, kind, message);
+    return { ok: false, kind, message };
+  }
+
+  /** `lua_callback_failed`, 3 lines per 10 s per call site (group `script_log`). */
+  protected report(callback: Callback | 'reload', kind: FailureKind, message: string): void {
+    if (isLimitKind(kind)) this.#limitFailure = { callback, kind };
+    const site = `${this.file}:${callback}`;
+    if (!this.services.limits.take('script_log', site).ok) {
+      this.#suppressed.set(site, (this.#suppressed.get(site) ?? 0) + 1);
+      return;
+    }
+    const suppressed = this.#suppressed.get(site) ?? 0;
+    this.#suppressed.delete(site);
+    this.services.log.warn('lua_callback_failed', {
+      ...this.#logFields,
+      callback,
+      script: this.file,
+      reason_class: kind,
+      detail: message.slice(0, 500),
+      suppressed_since_last: suppressed,
+    });
+  }
+}
