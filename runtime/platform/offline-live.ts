@@ -33,7 +33,6 @@ export function offlineLive(): LiveState {
         throw new ApiError('matchmaker.ticket_not_found');
       },
       samples: () => ({}),
-      sampledAt: () => null,
     },
     rpc: {
       call: async (method) => {
