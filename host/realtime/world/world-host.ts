@@ -453,8 +453,8 @@ export class WorldHost implements LiveWorlds {
   async #joinFrame(session: Session, worldId: string, ctx: JsonObject): Promise<Reply> {
     const playerId = session.playerId!;
     const world = this.#worlds.get(worldId.toLowerCase());
-    // A lookup miss answers before the join bucket is touched.
-    if (!world || (world.status === 'finished' && !world.roster.has(playerId))) throw new FrameError('world_not_found');
+    // A lookup miss answers before the join bucket is touched; a finished world answers `not_in_match` until it is gone.
+    if (!world) throw new FrameError('world_not_found');
     if (!this.ctx.limits.take('join', `p:${playerId}`).ok) throw new FrameError('join_rate_limited');
     return { type: 'world.joined', payload: await this.#joinInto(world, playerId, ctx) };
   }

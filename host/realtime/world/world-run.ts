@@ -116,7 +116,6 @@ export class WorldRun {
   #out: WorldOutput = emptyOutput();
   #finished: JsonObject | null = null;
   #vote: JsonValue = null;
-  #spawnCount = 0;
 
   private constructor(options: WorldRunOptions, vm: WorldVm) {
     this.#o = options;
@@ -512,7 +511,8 @@ export class WorldRun {
       spawn: (template, sx, sy, overrides) => {
         const fields = this.#templates[template];
         if (!fields) return false;
-        const id = `${template}-${++this.#spawnCount}`;
+        // Unique across restarts: a recovered world's entities keep the ids they were saved with.
+        const id = `${template}-${o.ids.uuid()}`;
         this.#spawns.push({ id, entity: { ...fields, ...overrides, x: sx, y: sy } });
         return true;
       },
