@@ -137,7 +137,8 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
   }
 
   if (context.kind === 'world' || context.kind === 'zone') {
-    pushSpatialTable(L, context.kind === 'zone' ? context.services.spatial : null);
+    // Queries walk whole tables inside one Lua call: they charge the instruction budget for what they looked at.
+    pushSpatialTable(L, context.kind === 'zone' ? context.services.spatial : null, (L, n) => sandbox.charge(L, n));
     lua.lua_setfield(L, -2, luaString('spatial'));
     const services = context.services;
     pushTable(L, terrainFunctions(() => services.terrain));

@@ -500,6 +500,8 @@ const SIG = {
 };
 
 const OUTSIDE_ZONE = 'is only available in a zone script';
+const ARG1_QUERY_RADIUS =
+  'game.spatial.query_radius: argument 1 must be an entity table (query_radius(entities, x, y, r[, opts])) or x (query_radius(x, y, r))';
 
 /** Pushes the zone's own entity table; false (nothing pushed) when the zone has none. */
 function pushOwn(L: any, zone: ZoneSpatial): boolean {
@@ -533,7 +535,7 @@ export function pushSpatialTable(L: any, zone: ZoneSpatial | null, charge?: Char
         return queryTable(L, 1, circle(args[0] as number, args[1] as number, args[2] as number), options, kept, 'entity_distance', charge);
       }
       if (first !== T_NUMBER) {
-        return envelope(L, `game.spatial.query_radius: argument 1 must be an entity table (query_radius(entities, x, y, r[, opts])) or x (query_radius(x, y, r))`);
+        return envelope(L, ARG1_QUERY_RADIUS);
       }
       const args = numbers(L, 1, ['x', 'y', 'r'], SIG.queryRadiusZone);
       if (typeof args === 'string') return envelope(L, args);
