@@ -20,6 +20,14 @@ await Promise.all([
     platform: 'node',
     packages: 'external',
   }),
+  // The operator command line (`npm run ops`; host/ops/main.ts).
+  build({
+    ...common,
+    entryPoints: ['host/ops/main.ts'],
+    outfile: 'dist/ops.mjs',
+    platform: 'node',
+    packages: 'external',
+  }),
   build({
     ...common,
     entryPoints: ['handlers/index.ts'],

@@ -3,7 +3,7 @@ import type { Ctx } from '../runtime/contracts/context';
 import { ApiError } from '../runtime/contracts/errors';
 import type { Route } from './contract';
 import { toFetchResponse, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
-import { caller, spendUnrouted } from './pipeline/caller';
+import { caller, isOpsPath, opsDenied, spendUnrouted } from './pipeline/caller';
 import { cors, preflight } from './pipeline/cors';
 import { errorObject } from './pipeline/error-object';
 import { readiness } from './pipeline/readiness';
@@ -101,6 +101,8 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   }
   const unrouted = (request: PipelineRequest): never => {
     spendUnrouted(ctx, request);
+    // The ops plane answers an undeclared path or method as it answers every refusal there.
+    if (isOpsPath(request.path)) throw opsDenied(ctx, request, 'undeclared_route');
     throw new ApiError('not_found', `No route for ${request.method} ${request.path}.`);
   };
   for (const router of shards.values()) router.all('*', unrouted);

@@ -6,6 +6,7 @@ import { readJson } from './body';
 import { json, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
 import { restInput, type LegacyKey } from './input';
 import { isStorableText, UNSTORABLE_TEXT } from '../runtime/platform/text';
+import type { Capability, Operator } from '../runtime/ops/operators';
 
 /**
  * A REST route as a contract: what it takes (params, query, body), what it
@@ -16,7 +17,8 @@ import { isStorableText, UNSTORABLE_TEXT } from '../runtime/platform/text';
  */
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
-export type Auth = 'player' | 'none';
+/** `operator`: the ops plane's credential (runtime/ops/operators.ts); player tokens are never read there. */
+export type Auth = 'player' | 'none' | 'operator';
 
 type AnyObject = z.ZodType<Record<string, unknown>, Record<string, unknown>>;
 
@@ -27,6 +29,8 @@ export interface RouteInput<A extends Auth, P, Q, B> {
   body: B;
   /** The signed-in player; only routes declaring `auth: 'player'` are sure to have one. */
   player: A extends 'player' ? Principal : Principal | null;
+  /** The operator; only routes declaring `auth: 'operator'` have one. */
+  operator: A extends 'operator' ? Operator : null;
   ctx: Ctx;
   call: Call;
   /** The request itself, for the few routes that read a header. */
@@ -51,6 +55,11 @@ export interface RouteSpec<A extends Auth, P extends AnyObject, Q extends AnyObj
   /** The API document's grouping. */
   tag: string;
   auth: A;
+  /**
+   * The one capability class an operator needs for this route; required on
+   * `auth: 'operator'` routes (the pipeline denies one without it).
+   */
+  capability?: Capability;
   rate: RateLimitGroup;
   params?: P;
   query?: Q;
@@ -90,9 +99,12 @@ export interface Route {
 
 const EMPTY = z.object({});
 
+/** An ops route without its capability class is a type error (and, should one get through, denied). */
+type CapabilityDeclaration<A extends Auth> = A extends 'operator' ? { capability: Capability } : { capability?: never };
+
 /** Declares a route. */
 export function route<A extends Auth, P extends AnyObject = typeof EMPTY, Q extends AnyObject = typeof EMPTY, B extends z.ZodType = typeof EMPTY, R extends z.ZodType = z.ZodType>(
-  spec: RouteSpec<A, P, Q, B, R>,
+  spec: RouteSpec<A, P, Q, B, R> & CapabilityDeclaration<A>,
 ): Route {
   const legacy = spec.legacyKey ?? 'errors';
   const params = spec.params ?? EMPTY;
@@ -100,16 +112,17 @@ export function route<A extends Auth, P extends AnyObject = typeof EMPTY, Q exte
   const handler: Handler = async (request, ctx) => {
     spec.precondition?.(ctx);
     const call = request.call;
-    const player = spec.auth === 'player' ? requirePlayer(call) : call.principal;
+    const player = spec.auth === 'player' ? requirePlayer(call) : spec.auth === 'operator' ? null : call.principal;
     const input = {
       params: restInput(params, decodedParams(request.params), 'params', legacy),
       query: restInput(query, firstValues(request.query), 'query', legacy),
       body: spec.body ? await bodyOf(spec, request, legacy) : undefined,
       player,
+      operator: spec.auth === 'operator' ? requireOperator(call) : null,
       ctx,
       call,
       request,
-    } as RouteInput<A, z.output<P>, z.output<Q>, z.output<B>>;
+    } as unknown as RouteInput<A, z.output<P>, z.output<Q>, z.output<B>>;
     const out = await spec.handle(input);
     const answer = out instanceof Answer ? out : new Answer(out);
     if (ctx.settings.response_checks) checkResponse(spec, answer.body);
@@ -133,6 +146,12 @@ function checkResponse(spec: AnyRouteSpec, body: unknown): void {
 function requirePlayer(call: Call): Principal {
   if (!call.principal) throw new ApiError('unauthenticated');
   return call.principal;
+}
+
+/** The pipeline's operator step admitted the call; without it (a route mounted without that step) nobody passes. */
+function requireOperator(call: Call): Operator {
+  if (!call.operator) throw new ApiError('forbidden');
+  return call.operator;
 }
 
 async function bodyOf(spec: AnyRouteSpec, request: RequestLike, legacy: LegacyKey): Promise<unknown> {

@@ -1,5 +1,6 @@
 import type { Ctx, Principal } from '../runtime/contracts/context';
 import type { ApiError } from '../runtime/contracts/errors';
+import type { Operator } from '../runtime/ops/operators';
 
 /** What the pipeline knows about one request beyond the request itself. */
 export interface Call {
@@ -10,6 +11,8 @@ export interface Call {
   bearer: string | null;
   /** The player the Bearer resolved to; null when absent or invalid. */
   principal: Principal | null;
+  /** On ops routes only: the operator the credential stands for (the player token is never resolved there). */
+  operator?: Operator | null;
   /** Whether the request reached us over TLS (directly or via a trusted proxy). */
   secure: boolean;
 }

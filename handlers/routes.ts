@@ -14,6 +14,7 @@ import { identityRoutes } from './routes/identities';
 import { matchmakerRoutes } from './routes/matchmaker';
 import { matchRoutes } from './routes/matches';
 import { notificationRoutes } from './routes/social/notifications';
+import { opsRoutes } from './routes/ops';
 import { playerRoutes } from './routes/players';
 import { rpcRoutes } from './routes/rpc';
 import { saveRoutes } from './routes/saves';
@@ -25,7 +26,7 @@ import { worldRoutes } from './routes/worlds';
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...worldRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...tournamentRoutes, ...voteRoutes);
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...worldRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...tournamentRoutes, ...voteRoutes, ...opsRoutes);
   return routes;
 }
 

@@ -17,6 +17,7 @@ import { TokenCache } from './infra/token-cache';
 import { TokenLookups } from './infra/token-lookups';
 import { ProfileCache } from '../runtime/players/profile-cache';
 import { Leaderboards } from '../runtime/leaderboards/leaderboards';
+import type { NodeProbe } from '../runtime/ops/stats';
 
 export interface ContextOptions {
   settings: Settings;
@@ -25,6 +26,8 @@ export interface ContextOptions {
   clock?: Clock;
   game?: GameDeclarations;
   live: LiveState;
+  /** The process measurements `/ops/stats` reads (host/ops/probe.ts). */
+  probe?: NodeProbe;
 }
 
 /** A Ctx and the host-side parts behind it that the host starts and stops. */
@@ -96,6 +99,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     identity,
     receipts,
     leaderboards: new Leaderboards(settings),
+    ...(options.probe ? { probe: options.probe } : {}),
   };
   return { ctx, limits, watch, markReady: () => (ready = true) };
 }

@@ -11,7 +11,8 @@ import { guestsEnabled } from '../runtime/accounts/guests';
 import { SettingsError, type Settings } from '../runtime/contracts/settings';
 import type { OpenDatabase } from './infra/database';
 import { nodeHandler, TrustedProxies } from './http/adapter';
-import { LiveHost } from './realtime/live';
+import { LiveHost, scriptWorkers } from './realtime/live';
+import { ProcessProbe } from './ops/probe';
 import { loadGameDirectory, type LoadedGame } from './game';
 import { GameCatalogue } from './catalogue';
 import type { OperatorModes } from '../runtime/lua/api';
@@ -89,10 +90,12 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   const database = typeof options.database === 'function' ? await options.database() : options.database;
   const declarations = options.game ?? (loaded ? { registration: () => loaded.info.registration, guestAuth: () => loaded.info.guestAuth } : undefined);
   const live = new LiveHost(loaded ? { game: loaded } : {});
+  const probe = new ProcessProbe(live, scriptWorkers(options.settings));
   let context: Awaited<ReturnType<typeof createContext>>;
   try {
-    context = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live });
+    context = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live, probe });
   } catch (err) {
+    probe.close();
     loaded?.close();
     // A setting that names a file (a trust anchor, store roots, a service-account key) is read here.
     if (err instanceof SettingsError) throw new BootRefusal(err.message, { cause: err });
@@ -190,6 +193,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   hooks.push(() => guestReaper.stop());
   hooks.push(() => tokenSweeper.stop());
   hooks.push(() => tournamentClock.stop());
+  hooks.push(() => probe.close());
   if (loaded) hooks.push(() => loaded.close());
 
   return {

@@ -1,23 +1,4 @@
 // `npm start`: build dist/ when a source is newer than it, then run the host.
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { runFresh } from './fresh-dist.mjs';
 
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const target = path.join(root, 'dist', 'host.mjs');
-
-function newest(dir) {
-  let t = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, entry.name);
-    t = Math.max(t, entry.isDirectory() ? newest(p) : statSync(p).mtimeMs);
-  }
-  return t;
-}
-
-const sources = ['handlers', 'runtime', 'host', 'migrations'].map((d) => newest(path.join(root, d)));
-if (!existsSync(target) || Math.max(...sources) > statSync(target).mtimeMs) {
-  execFileSync(process.execPath, [path.join(root, 'esbuild.config.mjs')], { stdio: 'inherit', cwd: root });
-}
-await import(pathToFileURL(target).href);
+await runFresh('host.mjs');

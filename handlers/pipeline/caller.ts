@@ -1,5 +1,6 @@
 import type { Ctx } from '../../runtime/contracts/context';
-import { rateLimited } from '../../runtime/contracts/errors';
+import { ApiError, rateLimited } from '../../runtime/contracts/errors';
+import { authenticateOperator, isCapability } from '../../runtime/ops/operators';
 import type { RateLimitGroup } from '../../runtime/contracts/settings';
 import type { AnyRouteSpec } from '../contract';
 import { bearerOf, type PipelineRequest } from '../http';
@@ -13,7 +14,8 @@ import { bearerOf, type PipelineRequest } from '../http';
  * token (register, sign-in): there a bearer would buy an attacker a fresh
  * bucket per token it owns, so those always spend the address's.
  */
-export function caller(spec: Pick<AnyRouteSpec, 'auth' | 'rate'>, ctx: Ctx) {
+export function caller(spec: Pick<AnyRouteSpec, 'auth' | 'rate' | 'path' | 'capability'>, ctx: Ctx) {
+  if (spec.auth === 'operator' || isOpsPath(spec.path)) return operatorCaller(spec, ctx);
   const group = spec.rate;
   const byAddress = group === 'register' || group === 'auth';
   return async (request: PipelineRequest): Promise<undefined> => {
@@ -28,6 +30,43 @@ export function caller(spec: Pick<AnyRouteSpec, 'auth' | 'rate'>, ctx: Ctx) {
     }
     if (call.principal && !byAddress) spend(ctx, group, `p:${call.principal.playerId}`);
     else if (!addressSpent) spend(ctx, group, `ip:${call.ip}`);
+    return undefined;
+  };
+}
+
+/** The operator plane's paths: whatever a route under them declares, only an operator passes. */
+export function isOpsPath(path: string): boolean {
+  return path === '/api/v1/ops' || path.startsWith('/api/v1/ops/');
+}
+
+/**
+ * Every refusal on the operator plane is the same 403 with empty details,
+ * whatever the cause, so a caller learns nothing about which part failed.
+ * The reason goes to the log only.
+ */
+export function opsDenied(ctx: Ctx, request: PipelineRequest, reason: string): ApiError {
+  ctx.log.info('ops_denied', { request_id: request.call.requestId, reason, method: request.method, path: request.path });
+  return new ApiError('forbidden');
+}
+
+/**
+ * The ops plane's caller step. The address's bucket is spent first, so
+ * guessing at the secret costs what any anonymous flood does; then the bearer
+ * must be the operator secret or a token minted with it that carries the
+ * route's one capability class. A route that declares none (or a route under
+ * the ops path declared for players) admits nobody.
+ */
+function operatorCaller(spec: Pick<AnyRouteSpec, 'auth' | 'rate' | 'capability'>, ctx: Ctx) {
+  const needed = spec.auth === 'operator' && isCapability(spec.capability) ? spec.capability : null;
+  return async (request: PipelineRequest): Promise<undefined> => {
+    const call = request.call;
+    spend(ctx, spec.rate, `ip:${call.ip}`);
+    call.bearer = bearerOf(request);
+    const operator = await authenticateOperator(ctx.settings.ops_secret, call.bearer, request.headers.get('x-svc-operator'), ctx.clock.now());
+    if (!operator) throw opsDenied(ctx, request, ctx.settings.ops_secret ? 'bad_credential' : 'no_secret');
+    if (!needed) throw opsDenied(ctx, request, 'no_capability_declared');
+    if (!operator.caps.has(needed)) throw opsDenied(ctx, request, 'missing_capability');
+    call.operator = operator;
     return undefined;
   };
 }

@@ -28,6 +28,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
 function commonErrors(spec: AnyRouteSpec): ErrorCode[] {
   const codes: ErrorCode[] = ['rate_limited', 'not_ready', 'internal'];
   if (spec.auth === 'player') codes.push('unauthenticated');
+  if (spec.auth === 'operator') codes.push('forbidden');
   if (spec.params && Object.keys((spec.params as z.ZodObject).shape).length > 0) codes.push('validation_failed');
   if (spec.query) codes.push('validation_failed');
   if (spec.body && !spec.lenientBody) codes.push('invalid_json', 'invalid_payload', 'missing_field', 'length_required', 'payload_too_large', 'validation_failed');
@@ -78,13 +79,21 @@ function operation(spec: AnyRouteSpec): JsonSchema {
     operationId: operationId(spec),
     summary: spec.summary,
     tags: [spec.tag],
-    security: spec.auth === 'player' ? [{ bearer: [] }] : [],
+    security: securityOf(spec),
+    // OpenAPI 3.1 lets a bearer requirement list roles; the extension states the one class plainly for tools that ignore them.
+    ...(spec.auth === 'operator' ? { 'x-svc-capability': spec.capability ?? null } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(spec.body
       ? { requestBody: { required: false, content: { 'application/json': { schema: jsonSchema(spec.body, 'input') } } } }
       : {}),
     responses,
   };
+}
+
+function securityOf(spec: AnyRouteSpec): Record<string, string[]>[] {
+  if (spec.auth === 'player') return [{ bearer: [] }];
+  if (spec.auth === 'operator') return [{ operator: spec.capability ? [spec.capability] : [] }];
+  return [];
 }
 
 export function openApiDocument(routes: readonly Route[]): JsonSchema {
@@ -103,7 +112,15 @@ export function openApiDocument(routes: readonly Route[]): JsonSchema {
     servers: [{ url: '/' }],
     paths,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An access token from sign-in.' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'An access token from sign-in.' },
+        operator: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'The operator plane (`/api/v1/ops/*`): the `ops_secret` setting itself (every capability class), or a short-lived operator token minted with it (`npm run ops -- mint-token`) carrying its classes. The role a route lists is its one capability class (`read`, `player_data`, `config`, `erasure`). Every refusal answers 403 `forbidden` with empty details; player tokens are never accepted.',
+        },
+      },
       schemas: { Error: jsonSchema(ErrorObject, 'output') },
     },
   };

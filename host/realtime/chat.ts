@@ -132,6 +132,15 @@ export class ChatHost implements LiveChat {
     return this.#channels.get(channelId)?.buffer ?? null;
   }
 
+  running(max: number): { channel_id: string; members: number }[] {
+    const out: { channel_id: string; members: number }[] = [];
+    for (const channel of this.#channels.values()) {
+      if (out.length >= max) break;
+      out.push({ channel_id: channel.id, members: new Set(channel.members.values()).size });
+    }
+    return out;
+  }
+
   /** Shutdown: no idle timer outlives the node. */
   close(): void {
     for (const channel of this.#channels.values()) if (channel.idleTimer) clearTimeout(channel.idleTimer);

@@ -41,6 +41,7 @@ export class Matchmaker implements LiveMatchmaker {
   readonly #queues = new Map<string, Ticket[]>();
   readonly #byPlayerMode = new Map<string, Ticket>();
   #samples: Record<string, MatchmakerSample> = {};
+  #sampledAt: number | null = null;
   #timer: ReturnType<typeof setInterval> | null = null;
   /** Groups formed but not yet started (see `#drainStarts`). */
   readonly #starts: { mode: ModeInfo; group: Ticket[] }[] = [];
@@ -89,6 +90,10 @@ export class Matchmaker implements LiveMatchmaker {
 
   samples(): Record<string, MatchmakerSample> {
     return this.#samples;
+  }
+
+  sampledAt(): number | null {
+    return this.#sampledAt;
   }
 
   /** One matchmaker pass: expire, group, start matches, then publish the sample. */
@@ -258,6 +263,7 @@ export class Matchmaker implements LiveMatchmaker {
       samples[mode] = { waiting: queue.length, oldest_wait_ms: oldest, average_wait_ms: queue.length ? Math.round(total / queue.length) : 0 };
     }
     this.#samples = samples;
+    this.#sampledAt = now;
   }
 }
 

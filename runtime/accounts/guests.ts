@@ -87,7 +87,7 @@ function storedVerifier(metadata: unknown): GuestVerifier | null {
  * SQL for "p is an unclaimed guest": no password, at least one guest
  * identity, no identity of any other provider.
  */
-function unclaimed(player: string) {
+export function unclaimed(player: string) {
   const id = sql.ref(`${player}.id`);
   return sql<boolean>`(${sql.ref(`${player}.hashed_password`)} is null
     and exists (select 1 from player_identities g where g.player_id = ${id} and g.provider = ${GUEST_PROVIDER})

@@ -11,6 +11,7 @@ import type { LiveWorlds } from '../worlds/worlds';
 import type { LivePresence } from '../social/presence';
 import type { ReceiptVerifiers } from '../receipts/stores';
 import type { Leaderboards } from '../leaderboards/leaderboards';
+import type { NodeProbe } from '../ops/stats';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
 
 /**
@@ -64,6 +65,8 @@ export interface Ctx {
   receipts: ReceiptVerifiers;
   /** This node's leaderboards, in memory (runtime/leaderboards/); the host writes them to the table on an interval. */
   leaderboards: Leaderboards;
+  /** The host's measurements of its own process for `/ops/stats`; a host that keeps none leaves it out and those figures answer null. */
+  probe?: NodeProbe;
 }
 
 /** What REST handlers and other host services may reach of the real-time host. */

@@ -138,6 +138,7 @@ export const ERROR_STATUS = {
   // ops plane
   'ops.not_found': 404,
   'ops.invalid_filter': 400,
+  'ops.invalid_sort': 400,
   'ops.invalid_id': 400,
   'ops.invalid_cutoff': 400,
   'ops.confirmation_required': 400,
@@ -184,12 +185,16 @@ export class ApiError extends Error {
       error: { code: this.code, message: this.message, details: this.details },
     };
     // Legacy keys stay at the top level too, besides `details`.
-    for (const key of ['fields', 'errors'] as const) {
+    for (const key of LEGACY_KEYS[this.code] ?? LEGACY_KEYS_DEFAULT) {
       if (this.details[key] !== undefined) body[key] = this.details[key];
     }
     return body;
   }
 }
+
+/** The `details` keys a body repeats at its top level for older clients: per-field messages, and an ops list's rejected sort. */
+const LEGACY_KEYS_DEFAULT = ['fields', 'errors'] as const;
+const LEGACY_KEYS: Partial<Record<ErrorCode, readonly string[]>> = { 'ops.invalid_sort': ['field', 'order'] };
 
 /** Shorthand for the common "field absent or not a string" failure. */
 export function missingField(field: string): ApiError {

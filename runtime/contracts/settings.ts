@@ -218,6 +218,17 @@ const rawSchema = z
       .default({}),
     /** Development aid: check every REST answer and socket reply against its declared schema; a mismatch answers 500 `internal`. */
     response_checks: z.boolean().default(false),
+    /**
+     * The operator secret: a bearer for `/api/v1/ops/*` and the key minted
+     * operator tokens are signed with (decision 0036). No default: unset, the
+     * whole ops plane answers 403. Visible ASCII so it travels as a bearer.
+     */
+    ops_secret: z
+      .string()
+      .min(32, 'must be at least 32 characters')
+      .max(512)
+      .regex(/^[\x21-\x7e]+$/, 'must be visible ASCII without spaces')
+      .optional(),
   })
   .strict();
 

@@ -74,6 +74,8 @@ export class Board {
    * its words is most of what a top read costs.
    */
   #head: Standing[] | null = null;
+  /** Epoch ms of the board's last change (a submission or a reloaded entry); 0 while empty. For operators' board lists. */
+  #changedAt = 0;
 
   constructor(
     readonly id: string,
@@ -93,6 +95,10 @@ export class Board {
 
   get size(): number {
     return this.#tree.size;
+  }
+
+  get changedAt(): number {
+    return this.#changedAt;
   }
 
   /** Entries changed since the last `takeDirty`. */
@@ -127,6 +133,7 @@ export class Board {
     this.#tree.insert(slot);
     this.#touching(slot);
     this.#updatedAt[slot] = now;
+    if (now > this.#changedAt) this.#changedAt = now;
     this.#markDirty(slot);
     return this.#standing(slot);
   }
@@ -140,6 +147,7 @@ export class Board {
     this.#writeScores(slot, row.score, row.subScore);
     this.#tree.insert(slot);
     this.#updatedAt[slot] = row.updatedAt;
+    if (row.updatedAt > this.#changedAt) this.#changedAt = row.updatedAt;
     this.#head = null;
   }
 

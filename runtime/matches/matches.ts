@@ -60,7 +60,7 @@ export async function listMatchRecords(db: Db, q: MatchRecordQuery): Promise<Mat
   if (q.status !== undefined) query = query.where('status', '=', q.status);
   // Newest record first: a record is written when its match ends, long after its id was made.
   const rows = await newestFirst(query, q, { table: 'match_records', column: 'inserted_at' }).execute();
-  return rows.map(project);
+  return rows.map(matchRecordView);
 }
 
 /** The id's form was checked by the route; a well-formed id may still name nothing. */
@@ -71,10 +71,10 @@ export async function getMatchRecord(db: Db, id: string): Promise<MatchRecord> {
     .where('id', '=', id)
     .executeTakeFirst();
   if (!row) throw new ApiError('match.not_found', 'No such match record.');
-  return project(row);
+  return matchRecordView(row);
 }
 
-function project(row: {
+export function matchRecordView(row: {
   id: string;
   mode: string | null;
   status: string;
@@ -134,4 +134,6 @@ export interface LiveMatchmaker {
   remove(playerId: string, ticketId: string): void;
   /** The latest per-mode sample; never touches the queue. */
   samples(): Record<string, MatchmakerSample>;
+  /** Epoch ms the latest sample was taken, or null before the first. */
+  sampledAt(): number | null;
 }

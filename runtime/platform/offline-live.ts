@@ -33,13 +33,14 @@ export function offlineLive(): LiveState {
         throw new ApiError('matchmaker.ticket_not_found');
       },
       samples: () => ({}),
+      sampledAt: () => null,
     },
     rpc: {
       call: async (method) => {
         throw new ApiError('rpc.unknown_method', `No RPC method '${method}' on this node.`, { method });
       },
     },
-    chat: { worlds: () => null, deliver: () => {}, evict: () => {}, recent: () => null },
+    chat: { worlds: () => null, deliver: () => {}, evict: () => {}, recent: () => null, running: () => [] },
     presence: { get: () => null, onlineCount: () => 0 },
   };
 }

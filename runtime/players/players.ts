@@ -11,12 +11,12 @@ import type { EraseConfirmation, Player, ProfileUpdate } from '../schemas/player
 /** Player profiles and self-erasure. */
 
 /** The public projection never carries credentials, ban state, identities or stats. */
-const PUBLIC_COLUMNS = ['id', 'username', 'display_name', 'avatar_url', 'metadata', 'inserted_at', 'updated_at'] as const;
+export const PUBLIC_COLUMNS = ['id', 'username', 'display_name', 'avatar_url', 'metadata', 'inserted_at', 'updated_at'] as const;
 
 /** Usernames are stored in at most this many characters, so a longer one names nobody. */
 const USERNAME_COLUMN_MAX = 255;
 
-function view(row: Pick<Selectable<PlayersTable>, (typeof PUBLIC_COLUMNS)[number]>): Player {
+export function profileView(row: Pick<Selectable<PlayersTable>, (typeof PUBLIC_COLUMNS)[number]>): Player {
   return {
     id: row.id,
     username: row.username,
@@ -32,7 +32,7 @@ export function getPlayer(ctx: Pick<Ctx, 'db' | 'profiles'>, id: string): Promis
   return ctx.profiles.read(id, async () => {
     const row = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('id', '=', id).executeTakeFirst();
     if (!row) throw new ApiError('player.not_found', 'No such player.');
-    return view(row);
+    return profileView(row);
   });
 }
 
@@ -44,7 +44,7 @@ export function getPlayer(ctx: Pick<Ctx, 'db' | 'profiles'>, id: string): Promis
 export async function findPlayersByUsername(ctx: Pick<Ctx, 'db'>, username: string): Promise<{ players: Player[] }> {
   if (username.length > USERNAME_COLUMN_MAX) return { players: [] };
   const rows = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('username', '=', username).limit(1).execute();
-  return { players: rows.map(view) };
+  return { players: rows.map(profileView) };
 }
 
 /** Applies a profile update; omitted keys stay as they are. */
@@ -59,7 +59,7 @@ export async function updatePlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'auth' | 'liv
     .executeTakeFirst();
   if (!row) throw new ApiError('player.not_found', 'No such player.');
   await afterCommit(ctx, { kind: 'profile_changed', playerId: id });
-  return view(row);
+  return profileView(row);
 }
 
 /**

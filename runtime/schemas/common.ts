@@ -74,6 +74,8 @@ export const ErrorObject = z.object({
   }),
   fields: z.record(z.string(), z.array(z.string())).optional(),
   errors: z.record(z.string(), z.array(z.string())).optional(),
+  field: z.string().optional().meta({ description: 'ops lists: the sort field refused (also in details)' }),
+  order: z.string().optional().meta({ description: 'ops lists: the order refused (also in details)' }),
 });
 
 /** A free-form JSON object (metadata, properties, script values). */

@@ -73,6 +73,8 @@ export interface LiveChat {
   evict(playerId: string, channelId: string): void;
   /** The running channel's in-memory buffer, oldest first; null when the channel is not running. */
   recent(channelId: string): readonly ChatPush[] | null;
+  /** Up to `max` running channels, oldest first, each with its distinct players joined (the ops channel list). */
+  running(max: number): { channel_id: string; members: number }[];
 }
 
 const UUID_LOWER = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';

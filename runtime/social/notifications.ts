@@ -33,7 +33,7 @@ const TYPE_MAX_BYTES = 64;
 const SUBJECT_MAX_CHARS = 255;
 const CONTENT_MAX_BYTES = 16_384;
 
-function view(row: Selectable<NotificationsTable>): NotificationView {
+export function notificationView(row: Selectable<NotificationsTable>): NotificationView {
   // `sent_at` is NOT NULL.
   return {
     id: row.id,
@@ -84,7 +84,7 @@ async function insertNotification(db: Kysely<Database>, n: CheckedNotification):
     .values({ id: n.id, player_id: n.playerId, type: n.type, subject: n.subject, content: jsonb(n.content), sent_at: n.sentAt })
     .returningAll()
     .executeTakeFirstOrThrow();
-  return view(row);
+  return notificationView(row);
 }
 
 /**
@@ -135,7 +135,7 @@ export async function listNotifications(db: Db, playerId: string, q: Notificatio
   let query = db.selectFrom('notifications').selectAll().where('player_id', '=', playerId);
   if (q.read !== null) query = query.where('read', '=', q.read);
   const rows = await newestFirst(query, q).execute();
-  return rows.map(view);
+  return rows.map(notificationView);
 }
 
 /** After a write matched nothing: someone else's notification is 403 `forbidden`, a missing one 404. */
@@ -153,7 +153,7 @@ export async function markNotificationRead(db: Db, playerId: string, id: string)
     .returningAll()
     .executeTakeFirst();
   if (!row) throw await refusal(db, id);
-  return view(row);
+  return notificationView(row);
 }
 
 export async function deleteNotification(db: Db, playerId: string, id: string): Promise<void> {

@@ -1,0 +1,41 @@
+import { version } from '../../package.json';
+import { guestsEnabled } from '../accounts/guests';
+import { TICKET_PROVIDER } from '../accounts/identities';
+import type { Ctx } from '../contracts/context';
+import { OIDC_PROVIDERS } from '../contracts/settings';
+import type { Features } from '../schemas/ops';
+
+/**
+ * `GET /ops/features`: what this node runs, so a console can tell a release
+ * it was not built against and hide what is switched off. Each capability is
+ * a boolean only: whether a feature is on, never how it is configured.
+ */
+
+export const CORE_NAME = 'svc';
+
+export function features(ctx: Pick<Ctx, 'settings' | 'game' | 'identity'>): Features {
+  const s = ctx.settings;
+  const on: [string, boolean][] = [
+    ['lua', true],
+    ['matchmaker', true],
+    ['chat', true],
+    ['leaderboards', true],
+    ['tournaments', true],
+    ['economy', true],
+    ['votes', true],
+    ['worlds', true],
+    ['storage', s.storage],
+    ['guest_auth', guestsEnabled(ctx)],
+    ...[...OIDC_PROVIDERS, TICKET_PROVIDER].map((p): [string, boolean] => [`provider_${p}`, ctx.identity.supports(p)]),
+    ['iap_apple', Boolean(s.apple_bundle_id && (s.apple_root_cert_path || s.apple_root_certs?.length))],
+    ['iap_google', Boolean(s.google_package_name && (s.google_service_account_key_path || s.google_service_account_key))],
+    ['operator_tokens', true],
+    // Not built yet: they report off until they land.
+    ['console', false],
+    ['metrics', false],
+  ];
+  return {
+    core: { name: CORE_NAME, version, capabilities: on.map(([name, enabled]) => ({ name, enabled })) },
+    extensions: [],
+  };
+}

@@ -1,0 +1,88 @@
+import type { Ctx } from '../contracts/context';
+import type { OpsStats } from '../schemas/ops';
+
+/**
+ * `GET /ops/stats`: one node's health, as Node measures it. The reference
+ * names its fields after another runtime's internals (process counts, run
+ * queues, memory pools); the README maps each to the Node figure that answers
+ * the same question here, and leaves out the ones with no honest counterpart.
+ */
+
+/** What the host measures about its own process and real-time services; the handler library cannot (no `node:` imports). */
+export interface NodeSample {
+  /** `<hostname>:<pid>`: distinct per process, so two nodes behind one balancer tell apart. */
+  node: string;
+  uptime_ms: number;
+  /** Event-loop delay over the last complete window (how late a timer fires): the "run queue" question. */
+  event_loop_lag_p50_ms: number;
+  event_loop_lag_p99_ms: number;
+  event_loop_lag_max_ms: number;
+  /** Share of the same window the loop spent busy, 0 to 1. */
+  event_loop_utilization: number;
+  memory_rss: number;
+  memory_heap_used: number;
+  memory_heap_total: number;
+  /** Memory of C++ objects bound to JavaScript, array buffers included. */
+  memory_external: number;
+  memory_array_buffers: number;
+  /** Handles and requests keeping the loop alive (sockets, timers, files). */
+  active_handles: number;
+  script_workers: number;
+  live_matches: number;
+  live_worlds: number;
+  sockets: number;
+  /** Match tick lateness since the node started, 99th percentile. */
+  tick_lateness_p99_ms: number;
+}
+
+export interface NodeProbe {
+  sample(): NodeSample;
+}
+
+export function nodeStats(ctx: Pick<Ctx, 'probe' | 'live'>): OpsStats {
+  const sample = ctx.probe?.sample() ?? null;
+  return {
+    ...(sample ?? UNMEASURED),
+    online_players: onlinePlayers(ctx),
+    matchmaker_waiting: matchmakerWaiting(ctx),
+  };
+}
+
+/** An embedding host that keeps no probe answers the figures it cannot know as null. */
+const UNMEASURED: { [K in keyof NodeSample]: K extends 'node' ? string : null } = {
+  node: 'unknown',
+  uptime_ms: null,
+  event_loop_lag_p50_ms: null,
+  event_loop_lag_p99_ms: null,
+  event_loop_lag_max_ms: null,
+  event_loop_utilization: null,
+  memory_rss: null,
+  memory_heap_used: null,
+  memory_heap_total: null,
+  memory_external: null,
+  memory_array_buffers: null,
+  active_handles: null,
+  script_workers: null,
+  live_matches: null,
+  live_worlds: null,
+  sockets: null,
+  tick_lateness_p99_ms: null,
+};
+
+/** Players with a live socket on this node; null when presence is not running (the reference's "presence unavailable"). */
+function onlinePlayers(ctx: Pick<Ctx, 'live'>): number | null {
+  try {
+    return ctx.live.presence.onlineCount();
+  } catch {
+    return null;
+  }
+}
+
+/** Tickets waiting across modes, from the matchmaker's last published sample (never the queue itself). */
+function matchmakerWaiting(ctx: Pick<Ctx, 'live'>): number | null {
+  try {
+    return Object.values(ctx.live.matchmaker.samples()).reduce((sum, mode) => sum + mode.waiting, 0);
+  } catch {
+    return null;
+  }
+}

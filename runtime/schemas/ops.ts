@@ -1,0 +1,189 @@
+import { z } from 'zod';
+import { isUuid } from '../platform/ids';
+import { DEPTH_MAX, FILTER_MAX_CHARS, LIMIT_DEFAULT, LIMIT_MAX, PAGE_MAX, type ListRules } from '../ops/lists';
+import { IsoTime, JsonObject, Uuid } from './common';
+import { Tournament } from './tournaments';
+import { coded } from './rules';
+
+/**
+ * The operator plane's messages: the list query every ops list takes, the
+ * list and lookup envelopes, and the rows. A list's query is read by
+ * runtime/ops/lists.ts under the route's rules; the schema here declares it
+ * for the API document and accepts any text, so the one reader decides.
+ */
+
+const text = (description: string) => z.string().optional().meta({ description });
+
+/** The shared list parameters, plus the route's own filters and search. */
+export function listQuery(rules: ListRules) {
+  const shape: Record<string, z.ZodType<string | undefined>> = {
+    limit: text(`rows per page, ${1}-${LIMIT_MAX} (default ${LIMIT_DEFAULT}); a malformed number means the default`),
+    page: text(`1-based page, at most ${PAGE_MAX}; wins over offset`),
+    offset: text(`rows to skip, 0-${DEPTH_MAX}, snapped down to a multiple of limit; no window reaches past row ${DEPTH_MAX}`),
+    sort: text(`one of: ${rules.sorts.join(', ')} (default ${rules.default.sort}); anything else is 400 ops.invalid_sort with details.field. Ties end on ${rules.unique}`),
+    order: text(`asc or desc, any case (default ${rules.default.order} without a sort, asc with one); anything else is 400 ops.invalid_sort with details.order`),
+  };
+  if (rules.q && rules.q.length > 0) {
+    shape.q = text(`case-insensitive substring of ${rules.q.join(' or ')}; % and _ match only themselves; empty or over ${FILTER_MAX_CHARS} characters is ignored`);
+  }
+  for (const [name, kind] of Object.entries(rules.filters ?? {})) {
+    shape[name] = text(
+      kind === 'id'
+        ? 'exact id; a value that is not a UUID is 400 ops.invalid_filter'
+        : kind === 'boolean'
+          ? '`true` or `false`; any other value is ignored'
+          : `exact value; empty or over ${FILTER_MAX_CHARS} characters is ignored`,
+    );
+  }
+  return z.object(shape);
+}
+
+/** A lookup's id: not a UUID is 400 `ops.invalid_id` (a well-formed id that names nothing is 404 `ops.not_found`). */
+export const OpsIdPath = z.object({
+  id: z
+    .string()
+    .transform((s) => s.toLowerCase())
+    .refine((s) => isUuid(s), coded('ops.invalid_id', 'The id is not a UUID.'))
+    .meta({ format: 'uuid' }),
+});
+
+export const PageInfo = z.object({
+  limit: z.number().int(),
+  offset: z.number().int().meta({ description: 'the offset actually used, after snapping' }),
+  total: z.number().int().meta({ description: 'rows matching the filters, over every page' }),
+});
+
+/** `{data: [row...], page: {limit, offset, total}}`. */
+export function listOf<R extends z.ZodType>(row: R) {
+  return z.object({ data: z.array(row), page: PageInfo });
+}
+
+/** `{data: row}`. */
+export function oneOf<R extends z.ZodType>(row: R) {
+  return z.object({ data: row });
+}
+
+const figure = (description: string) => z.number().nullable().meta({ description });
+
+/** One node's health (runtime/ops/stats.ts); the process figures are null on a host that does not measure them. */
+export const OpsStats = z.object({
+  node: z.string().meta({ description: '<hostname>:<pid> of the answering process' }),
+  online_players: z.number().int().nullable().meta({ description: 'players with a live socket on this node; null when presence is not running' }),
+  uptime_ms: figure('process uptime'),
+  event_loop_lag_p50_ms: figure('event-loop delay over the last 10 s window, median'),
+  event_loop_lag_p99_ms: figure('event-loop delay, 99th percentile'),
+  event_loop_lag_max_ms: figure('event-loop delay, worst'),
+  event_loop_utilization: figure('share of the window the event loop was busy, 0 to 1'),
+  memory_rss: figure('resident set size, bytes'),
+  memory_heap_used: figure('JavaScript heap in use, bytes'),
+  memory_heap_total: figure('JavaScript heap reserved, bytes'),
+  memory_external: figure('memory of native objects bound to JavaScript, bytes (array buffers included)'),
+  memory_array_buffers: figure('array buffers and shared array buffers, bytes'),
+  active_handles: figure('handles and requests keeping the event loop alive (sockets, timers, files)'),
+  script_workers: figure('worker threads running game scripts'),
+  live_matches: figure('matches running on this node'),
+  live_worlds: figure('worlds running on this node'),
+  sockets: figure('open WebSocket connections, authenticated or not'),
+  tick_lateness_p99_ms: figure('match tick lateness since the node started, 99th percentile'),
+  matchmaker_waiting: z.number().int().nullable().meta({ description: 'tickets waiting across modes, from the last published sample' }),
+});
+export type OpsStats = z.output<typeof OpsStats>;
+
+const Capability = z.object({ name: z.string(), enabled: z.boolean() });
+const Component = z.object({ name: z.string(), version: z.string(), capabilities: z.array(Capability) });
+export const Features = z.object({ core: Component, extensions: z.array(Component) });
+export type Features = z.output<typeof Features>;
+
+/** An audit row (decision 0037): who, through which credential, did what to what, with what outcome. */
+export const AuditEntry = z.object({
+  id: Uuid,
+  actor_id: z.string(),
+  actor_display: z.string(),
+  actor_source: z.string(),
+  actor_attested: z.boolean(),
+  action: z.string(),
+  target_type: z.string().nullable(),
+  target_id: z.string().nullable(),
+  outcome: z.enum(['ok', 'partial', 'error']),
+  succeeded_count: z.number().int(),
+  failed_count: z.number().int(),
+  details: JsonObject,
+  occurred_at: IsoTime,
+});
+export type AuditEntry = z.output<typeof AuditEntry>;
+
+/** An item definition (the catalogue's), as operators list it. */
+export const ItemDefinition = z.object({
+  id: Uuid,
+  slug: z.string(),
+  name: z.string(),
+  category: z.string(),
+  rarity: z.string(),
+  inserted_at: IsoTime,
+  updated_at: IsoTime,
+});
+export type ItemDefinition = z.output<typeof ItemDefinition>;
+
+/** A tournament without its metadata, with `live`: the node's clock is carrying it (active, end ahead). */
+export const OpsTournament = Tournament.omit({ metadata: true }).extend({ live: z.boolean() });
+export type OpsTournament = z.output<typeof OpsTournament>;
+
+/** A stored chat message; its metadata is withheld. */
+export const OpsChatMessage = z.object({
+  id: Uuid,
+  channel_type: z.string(),
+  channel_id: z.string(),
+  sender_id: Uuid,
+  content: z.string(),
+  sent_at: IsoTime,
+});
+export type OpsChatMessage = z.output<typeof OpsChatMessage>;
+
+/** A chat channel running on this node, with its distinct players joined. */
+export const ChatChannel = z.object({ channel_id: z.string(), members: z.number().int() });
+export type ChatChannel = z.output<typeof ChatChannel>;
+
+/** A chat channel's path id: any channel id the service could have stored history under. */
+export const ChannelPath = z.object({ id: z.string().min(1).max(256).meta({ description: 'a chat channel id, e.g. global:lobby' }) });
+
+/** A leaderboard as operators see it: live in this node's memory, stored in the table, or both. */
+export const OpsBoard = z.object({
+  board_id: z.string(),
+  entries: z.number().int(),
+  top_score: z.number().nullable().meta({ description: 'the best score under the board’s order; null when empty' }),
+  updated_at: IsoTime.nullable(),
+  live: z.boolean().meta({ description: 'held in this node’s memory' }),
+});
+export type OpsBoard = z.output<typeof OpsBoard>;
+
+/** A stored entry with its place on the whole board. */
+export const OpsBoardEntry = z.object({
+  id: Uuid,
+  leaderboard_id: z.string(),
+  player_id: Uuid,
+  score: z.number(),
+  sub_score: z.number(),
+  rank: z.number().int().meta({ description: 'position on the whole board, in the board’s order, not on this page' }),
+  updated_at: IsoTime,
+});
+export type OpsBoardEntry = z.output<typeof OpsBoardEntry>;
+
+export const BoardPath = z.object({ id: z.string().min(1).max(255).meta({ description: 'a board id' }) });
+
+export const MatchmakerMode = z.object({
+  mode: z.string(),
+  waiting: z.number().int(),
+  oldest_wait_ms: z.number().int(),
+  average_wait_ms: z.number().int(),
+});
+export type MatchmakerMode = z.output<typeof MatchmakerMode>;
+
+export const MatchmakerQueue = z.object({
+  waiting: z.number().int(),
+  modes: z.number().int(),
+  sampled_at: z.number().int().nullable().meta({ description: 'epoch ms of the sample; null before the first' }),
+  age_ms: z.number().int().nullable(),
+});
+
+/** The matchmaker list: the per-mode rows, and the whole queue beside them. */
+export const MatchmakerList = listOf(MatchmakerMode).extend({ queue: MatchmakerQueue });
