@@ -61,6 +61,9 @@ function startsWith(data: Buffer, prefix: Buffer): boolean {
 
 let held: Conn[] = [];
 const matchCounters = { states: 0, finished: 0 };
+const worldCounters: { players: { bytes: number; frames: number; ticks: Set<number> }[] } = { players: [] };
+const WORLD_TICK = Buffer.from('{"type":"world.tick"');
+const TICK_KEY = Buffer.from('"tick":');
 let inputTimer: ReturnType<typeof setInterval> | null = null;
 
 serveParent(
@@ -178,6 +181,61 @@ serveParent(
       matchCounters.states = 0;
       matchCounters.finished = 0;
       return { matched };
+    },
+
+    async worlds(m: { port: number; tokens: string[]; mode: string; tickMs: number }) {
+      // Every player joins the one world, then moves every tick.
+      const conns = await openAll(m.port, m.tokens.length, m.tokens, 250);
+      held = conns;
+      for (const c of conns) {
+        await new Promise<void>((resolve, reject) => {
+          c.onFrame = (text) => {
+            if (text.startsWith('{"type":"world.joined"')) resolve();
+            else if (text.startsWith('{"type":"error"')) reject(new Error(text));
+          };
+          c.ws.send(JSON.stringify({ type: 'world.find_or_create', cid: 'j', payload: { mode: m.mode } }));
+        });
+        c.onFrame = null;
+      }
+      worldCounters.players = conns.map(() => ({ bytes: 0, frames: 0, ticks: new Set<number>() }));
+      conns.forEach((c, i) => {
+        const mine = worldCounters.players[i]!;
+        c.onBytes = (data) => {
+          mine.bytes += data.length;
+          if (!startsWith(data, WORLD_TICK)) return;
+          mine.frames++;
+          const at = data.indexOf(TICK_KEY);
+          if (at < 0) return;
+          let n = 0;
+          for (let j = at + TICK_KEY.length; j < data.length; j++) {
+            const d = data[j]! - 48;
+            if (d < 0 || d > 9) break;
+            n = n * 10 + d;
+          }
+          if (n > 0) mine.ticks.add(n);
+        };
+      });
+      let k = 0;
+      inputTimer = setInterval(() => {
+        k++;
+        for (let i = 0; i < conns.length; i++) {
+          const dx = Math.floor(Math.random() * 3) - 1;
+          const dy = Math.floor(Math.random() * 3) - 1;
+          conns[i]!.ws.send(`{"type":"world.input","seq":${k},"payload":{"dx":${dx},"dy":${dy}}}`);
+        }
+      }, m.tickMs);
+      return { joined: conns.length };
+    },
+
+    /** Per-player bytes and world.tick frames since the last call, and the tick numbers each player saw. */
+    'world-counters': () => {
+      const out = worldCounters.players.map((p) => ({ bytes: p.bytes, frames: p.frames, minTick: Math.min(...p.ticks), maxTick: Math.max(...p.ticks), ticks: p.ticks.size }));
+      for (const p of worldCounters.players) {
+        p.bytes = 0;
+        p.frames = 0;
+        p.ticks.clear();
+      }
+      return { players: out };
     },
 
     counters: () => ({ ...matchCounters }),

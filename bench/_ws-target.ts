@@ -61,6 +61,7 @@ if (kind === 'bare') {
     {
       memory: () => ({ ...memory(), sessions: live.gateway.sessions.size, matches: live.matches.size }),
       'lateness-reset': () => live.matches.resetLateness(),
+      'world-stats': () => ({ ...live.worlds.takeStats(), worlds: live.worlds.size }),
       lateness: () => ({ ...live.matches.lateness(), matches: live.matches.size }),
       provision: async (m: { n: number }) => {
         // Players and access tokens straight into the database, in batches: the

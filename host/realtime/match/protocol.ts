@@ -58,9 +58,10 @@ export type LaneEvent =
   | { k: 'finished'; matchId: string; result: JsonObject }
   /**
    * What one world step (a tick, a join, a leave, a resync) produced. `tick`
-   * events also carry the tick's lateness and how long its steps ran.
+   * events also carry the tick's lateness, how long its steps ran and the
+   * bytes of every zone delta it made (whoever watched them).
    */
-  | { k: 'world'; worldId: string; tick: { lateMs: number; busyMs: number } | null; out: WorldOutput; phase: JsonObject | null }
+  | { k: 'world'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number } | null; out: WorldOutput; phase: JsonObject | null }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { k: 'world_skipped'; worldId: string }
   | { k: 'world_vote'; worldId: string; config: VoteConfig & { vote_id: string } }

@@ -207,6 +207,7 @@ export class ScriptRunner {
   #tickWorld(worldId: string, due: number): void {
     const w = this.#worlds.get(worldId);
     const started = Date.now();
+    const t0 = performance.now();
     const lateMs = started - due;
     if (!w || lateMs >= w.run.settings.tick_rate) return void this.#events.push({ k: 'world_skipped', worldId });
     w.run.step(started);
@@ -225,11 +226,11 @@ export class ScriptRunner {
         this.#events.push({ k: 'world_vote', worldId, config: { ...asked.config, vote_id: asked.config.vote_id ?? this.options.ids.uuid() } });
       }
     }
-    this.#worldOutput(worldId, w, { lateMs, busyMs: Date.now() - started });
+    this.#worldOutput(worldId, w, { lateMs, busyMs: performance.now() - t0, deltaBytes: w.run.takeDeltaBytes() });
   }
 
   /** Sends what the world produced; the phase listing rides along when it changed. */
-  #worldOutput(worldId: string, w: LaneWorld, tick: { lateMs: number; busyMs: number } | null): void {
+  #worldOutput(worldId: string, w: LaneWorld, tick: { lateMs: number; busyMs: number; deltaBytes: number } | null): void {
     const out = w.run.takeOutput();
     const listing = w.run.phaseListing();
     const text = listing === null ? null : JSON.stringify(listing);

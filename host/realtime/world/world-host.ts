@@ -60,6 +60,8 @@ export interface WorldTickStats {
   busy: number[];
   late: number[];
   skipped: number;
+  /** Bytes of every zone delta made: what one player watching the whole world would have received. */
+  deltaBytes: number;
 }
 
 /**
@@ -78,7 +80,7 @@ export class WorldHost implements LiveWorlds {
   #listCache: { at: number; worlds: LiveWorld[] } | null = null;
   /** Serialises `find_or_create` so concurrent callers converge on one world. */
   #quickPlay: Promise<unknown> = Promise.resolve();
-  #stats: WorldTickStats = { busy: [], late: [], skipped: 0 };
+  #stats: WorldTickStats = { busy: [], late: [], skipped: 0, deltaBytes: 0 };
   #closed = false;
 
   constructor(
@@ -100,7 +102,7 @@ export class WorldHost implements LiveWorlds {
   /** Tick timings since the last call (the benchmark reads them). */
   takeStats(): WorldTickStats {
     const stats = this.#stats;
-    this.#stats = { busy: [], late: [], skipped: 0 };
+    this.#stats = { busy: [], late: [], skipped: 0, deltaBytes: 0 };
     return stats;
   }
 
@@ -391,6 +393,7 @@ export class WorldHost implements LiveWorlds {
           world.inFlight = false;
           this.#stats.busy.push(e.tick.busyMs);
           this.#stats.late.push(e.tick.lateMs);
+          this.#stats.deltaBytes += e.tick.deltaBytes;
         }
         if (e.phase) world.phase = e.phase;
         for (const [text, players] of e.out.sends) {

@@ -115,6 +115,8 @@ export class WorldRun {
   #despawns: string[] = [];
   #out: WorldOutput = emptyOutput();
   #finished: JsonObject | null = null;
+  /** Bytes of every zone delta made since the last ask: what one player watching the whole world would receive. */
+  #deltaBytes = 0;
   #vote: JsonValue = null;
 
   private constructor(options: WorldRunOptions, vm: WorldVm) {
@@ -187,6 +189,12 @@ export class WorldRun {
 
   get tick(): number {
     return this.#tick;
+  }
+
+  takeDeltaBytes(): number {
+    const n = this.#deltaBytes;
+    this.#deltaBytes = 0;
+    return n;
   }
 
   get finished(): JsonObject | null {
@@ -419,10 +427,10 @@ export class WorldRun {
       }
       if (updates.length === 0) continue;
       published.seq++;
-      const watchers = this.#watchers.get(zone.key);
-      if (!watchers || watchers.size === 0) continue;
       const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${updates.join(',')}]}}`;
-      this.#out.sends.push([text, [...watchers]]);
+      this.#deltaBytes += text.length;
+      const watchers = this.#watchers.get(zone.key);
+      if (watchers && watchers.size > 0) this.#out.sends.push([text, [...watchers]]);
     }
     for (const player of this.#players.values()) {
       if (!player.attached || player.consumed <= player.ackSent) continue;
