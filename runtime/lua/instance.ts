@@ -4,11 +4,15 @@
  * keeps in the Lua registry between calls, and one way to report a failed
  * callback. The instance kinds differ only in their callbacks.
  */
-import { DEFAULT_BUDGETS, type Budgets, type CallResult, type FailureKind, isLimitKind, type LimitKind, type ScriptServices, type ScriptSource } from './api';
+import { DEFAULT_BUDGETS, type Budgets, type CallResult, type FailureKind, isLimitKind, type JoinResult, type JsonObject, type LimitKind, type ScriptServices, type ScriptSource } from './api';
 import { dirOf } from './game';
-import { pushGlobal, pushRegistry, type LuaStringObject } from './marshal';
+import { jsString, pushGlobal, pushJson, pushRegistry, pushStringObject, stringObject, type LuaStringObject } from './marshal';
 import { lauxlib, lua, Sandbox, type Outcome } from './vm';
 import type { LogFields } from '../platform/log';
+
+const JOIN = stringObject('join');
+/** A refusal reason longer than this is dropped. */
+const REASON_MAX = 64;
 
 /** A Lua value the host keeps between calls (a state, a zone's entities). */
 export class RegistrySlot {
@@ -139,6 +143,49 @@ export abstract class ScriptInstance<Callback extends string> {
     lua.lua_pushvalue(L, -out.results);
     slot.store();
     return out;
+  }
+
+  /**
+   * `join(player_id, state, ctx)`, the same for every instance kind: a table
+   * is the new state (kept in `state`); `nil`/`false` [, reason] turns the
+   * player away (reason kept only if printable ASCII of at most 64 bytes);
+   * anything else is a failed call.
+   */
+  protected joinCall(join: Callback, id: LuaStringObject, ctx: JsonObject, state: RegistrySlot): JoinResult {
+    const L = this.L;
+    this.sandbox.cap = Infinity;
+    if (!this.pushCallback(JOIN)) {
+      this.fail(join, 'error', 'the script defines no join function');
+      return { ok: false, refused: false, kind: 'error', message: 'the script defines no join function' };
+    }
+    pushStringObject(L, id);
+    state.push();
+    pushJson(L, ctx);
+    const out = this.sandbox.call(3, this.budgets.light, this.budgets.lightMs);
+    if (!out.ok) {
+      this.fail(join, out.kind, out.message);
+      return { ok: false, refused: false, kind: out.kind, message: out.message };
+    }
+    const first = out.results > 0 ? lua.lua_type(L, -out.results) : lua.LUA_TNONE;
+    if (first === lua.LUA_TTABLE) {
+      lua.lua_settop(L, 1);
+      state.store();
+      lua.lua_settop(L, 0);
+      return { ok: true };
+    }
+    if (first === lua.LUA_TNIL || first === lua.LUA_TNONE || (first === lua.LUA_TBOOLEAN && !lua.lua_toboolean(L, -out.results))) {
+      let reason: string | undefined;
+      if (out.results >= 2 && lua.lua_type(L, -out.results + 1) === lua.LUA_TSTRING) {
+        const text = jsString(lua.lua_tostring(L, -out.results + 1));
+        if (text.length > 0 && text.length <= REASON_MAX && /^[\x20-\x7e]+$/.test(text)) reason = text;
+      }
+      lua.lua_settop(L, 0);
+      if (first === lua.LUA_TNONE) this.report(join, 'malformed', 'join_returned_no_state');
+      return reason === undefined ? { ok: false, refused: true } : { ok: false, refused: true, reason };
+    }
+    lua.lua_settop(L, 0);
+    this.fail(join, 'malformed', 'join must return the state, or nil/false [, reason] to refuse');
+    return { ok: false, refused: false, kind: 'malformed', message: 'join returned neither a state nor a refusal' };
   }
 
   protected fail(callback: Callback | 'reload', kind: FailureKind, message: string): CallResult {

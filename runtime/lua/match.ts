@@ -17,13 +17,12 @@ import {
   type TickResult,
 } from './api';
 import { RegistrySlot, ScriptInstance } from './instance';
-import { isObjectJson, jsString, MarshalError, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
+import { isObjectJson, MarshalError, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
 import { installGameTable } from './script-api';
 import { lua } from './vm';
 
 /** The state itself is measured every this many ticks; views are measured every time. */
 const STATE_CHECK_EVERY = 10;
-const REASON_MAX = 64;
 const EMPTY_VIEW = '{}';
 
 type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'vote_requested' | 'vote_resolved';
@@ -97,41 +96,10 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   }
 
   join(playerId: string, ctx: JsonObject = {}): JoinResult {
-    const L = this.L;
-    this.sandbox.cap = Infinity;
-    if (!this.pushCallback(NAMES.join)) {
-      const failed = this.fail('join', 'error', 'the script defines no join function');
-      return { ok: false, refused: false, kind: 'error', message: failed.ok ? '' : failed.message };
-    }
     const id = stringObject(playerId);
-    pushStringObject(L, id);
-    this.pushState();
-    pushJson(L, ctx);
-    const out = this.sandbox.call(3, this.budgets.light, this.budgets.lightMs);
-    if (!out.ok) {
-      this.fail('join', out.kind, out.message);
-      return { ok: false, refused: false, kind: out.kind, message: out.message };
-    }
-    const first = out.results > 0 ? lua.lua_type(L, -out.results) : lua.LUA_TNONE;
-    if (first === lua.LUA_TTABLE) {
-      lua.lua_settop(L, 1);
-      this.storeState();
-      this.roster.set(playerId, id);
-      return { ok: true };
-    }
-    if (first === lua.LUA_TNIL || first === lua.LUA_TNONE || (first === lua.LUA_TBOOLEAN && !lua.lua_toboolean(L, -out.results))) {
-      let reason: string | undefined;
-      if (out.results >= 2 && lua.lua_type(L, -out.results + 1) === lua.LUA_TSTRING) {
-        const text = jsString(lua.lua_tostring(L, -out.results + 1));
-        if (text.length > 0 && text.length <= REASON_MAX && /^[\x20-\x7e]+$/.test(text)) reason = text;
-      }
-      lua.lua_settop(L, 0);
-      if (first === lua.LUA_TNONE) this.report('join', 'malformed', 'join_returned_no_state');
-      return reason === undefined ? { ok: false, refused: true } : { ok: false, refused: true, reason };
-    }
-    lua.lua_settop(L, 0);
-    this.fail('join', 'malformed', 'join must return the state, or nil/false [, reason] to refuse');
-    return { ok: false, refused: false, kind: 'malformed', message: 'join returned neither a state nor a refusal' };
+    const joined = this.joinCall('join', id, ctx, this.state);
+    if (joined.ok) this.roster.set(playerId, id);
+    return joined;
   }
 
   leave(playerId: string): CallResult {

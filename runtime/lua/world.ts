@@ -11,7 +11,6 @@ import { isObjectJson, jsString, MarshalError, pushJson, pushStringObject, strin
 import { installGameTable } from './script-api';
 import { lua } from './vm';
 
-const REASON_MAX = 64;
 
 type WorldCallback =
   | 'init'
@@ -135,38 +134,7 @@ export class WorldVm extends ScriptInstance<WorldCallback> {
    * refuses the player.
    */
   join(playerId: string, ctx: JsonObject): JoinResult {
-    const L = this.L;
-    this.sandbox.cap = Infinity;
-    if (!this.pushCallback(NAMES.join)) {
-      this.fail('join', 'error', 'the script defines no join function');
-      return { ok: false, refused: false, kind: 'error', message: 'the script defines no join function' };
-    }
-    pushStringObject(L, this.idOf(playerId));
-    this.state.push();
-    pushJson(L, ctx);
-    const out = this.sandbox.call(3, this.budgets.light, this.budgets.lightMs);
-    if (!out.ok) {
-      this.fail('join', out.kind, out.message);
-      return { ok: false, refused: false, kind: out.kind, message: out.message };
-    }
-    const first = out.results > 0 ? lua.lua_type(L, -out.results) : lua.LUA_TNONE;
-    if (first === lua.LUA_TTABLE) {
-      lua.lua_settop(L, 1);
-      this.state.store();
-      lua.lua_settop(L, 0);
-      return { ok: true };
-    }
-    let reason: string | undefined;
-    if (out.results >= 2 && lua.lua_type(L, -out.results + 1) === lua.LUA_TSTRING) {
-      const text = jsString(lua.lua_tostring(L, -out.results + 1));
-      if (text.length > 0 && text.length <= REASON_MAX && /^[\x20-\x7e]+$/.test(text)) reason = text;
-    }
-    lua.lua_settop(L, 0);
-    if (first !== lua.LUA_TNIL && first !== lua.LUA_TBOOLEAN) {
-      this.fail('join', 'malformed', 'join must return the state, or nil/false [, reason] to refuse');
-      return { ok: false, refused: false, kind: 'malformed', message: 'join returned neither a state nor a refusal' };
-    }
-    return reason === undefined ? { ok: false, refused: true } : { ok: false, refused: true, reason };
+    return this.joinCall('join', this.idOf(playerId), ctx, this.state);
   }
 
   leave(playerId: string): CallResult {
