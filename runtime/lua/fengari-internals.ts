@@ -118,6 +118,8 @@ export interface FengariInternals {
   pushJson(L: any, value: unknown): void;
   /** The value at `index` as JSON text, or undefined for what JSON cannot hold. */
   toJsonText(L: any, index: number): string | undefined;
+  /** Entries of the table at `index` keyed by strings whose values are tables with numbers under keys `a` and `b`. */
+  numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject): { id: string; x: number; y: number }[];
 }
 
 let reported = false;
@@ -489,6 +491,33 @@ function toJsonText(L: any, index: number): string | undefined {
   return slot === undefined ? undefined : valueText(slot, 0);
 }
 
+/** Decoded entity ids: the same id string object comes back every tick. */
+const decodedKeys = new WeakMap<TString, string>();
+
+function numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject): { id: string; x: number; y: number }[] {
+  const out: { id: string; x: number; y: number }[] = [];
+  const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
+  if (slot === undefined || slot.type !== T_TABLE) return out;
+  const ha = lstring.luaS_hashlongstr(a);
+  const hb = lstring.luaS_hashlongstr(b);
+  for (let e = (slot.value as Table).f; e !== undefined; e = e.n) {
+    const k = e.key;
+    if ((k.type !== T_SHRSTR && k.type !== T_LNGSTR) || e.value.type !== T_TABLE) continue;
+    const fields = (e.value.value as Table).strong;
+    const va = fields.get(ha)?.value;
+    const vb = fields.get(hb)?.value;
+    if (!va || !vb || (va.type !== T_NUMINT && va.type !== T_NUMFLT) || (vb.type !== T_NUMINT && vb.type !== T_NUMFLT)) continue;
+    const ts = k.value as TString;
+    let id = decodedKeys.get(ts);
+    if (id === undefined) {
+      id = jsString(ts.realstring);
+      decodedKeys.set(ts, id);
+    }
+    out.push({ id, x: va.value, y: vb.value });
+  }
+  return out;
+}
+
 /** Tables being encoded, by depth: a table that is its own ancestor is a cycle. */
 const ancestors: Table[] = [];
 
@@ -602,5 +631,5 @@ export const internals: FengariInternals | null = internalsOff === null ? speedI
 function speedInternals(): FengariInternals {
   NIL = lobject.luaO_nilobject;
   TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
-  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText };
+  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs };
 }

@@ -256,3 +256,30 @@ function tableText(L: any, index: number, depth: number): string {
 export function isObjectJson(value: JsonValue | undefined): value is Record<string, JsonValue> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * Entries of the table at `index` keyed by strings whose values are tables
+ * holding numbers under keys `a` and `b` (a zone's entities and their `x`,
+ * `y`), read in place without converting the table.
+ */
+export const numberPairs: (L: any, index: number, a: LuaStringObject, b: LuaStringObject) => { id: string; x: number; y: number }[] = internals
+  ? internals.numberPairs
+  : (L, index, a, b) => {
+      const out: { id: string; x: number; y: number }[] = [];
+      const table = lua.lua_absindex(L, index);
+      lua.lua_pushnil(L);
+      while (lua.lua_next(L, table) !== 0) {
+        if (lua.lua_type(L, -1) === lua.LUA_TTABLE && lua.lua_type(L, -2) === lua.LUA_TSTRING) {
+          const entity = lua.lua_gettop(L);
+          pushStringObject(L, a);
+          const ta = lua.lua_rawget(L, entity);
+          pushStringObject(L, b);
+          const tb = lua.lua_rawget(L, entity);
+          if (ta === lua.LUA_TNUMBER && tb === lua.LUA_TNUMBER) out.push({ id: jsString(lua.lua_tostring(L, entity - 1)), x: lua.lua_tonumber(L, -2), y: lua.lua_tonumber(L, -1) });
+          lua.lua_settop(L, entity);
+        }
+        lua.lua_pop(L, 1);
+      }
+      return out;
+    };
+
