@@ -1,4 +1,4 @@
-// `npm run bench -- worlds [--seconds 10] [--players 500] [--broadcast 1]`: one world
+// `npm run bench -- worlds [--seconds 10] [--players 500] [--broadcast 1] [--npcs 20]`: one world
 // of 100 zones (10 × 10) at a 50 ms tick, 2,000 scripted entities (20 per
 // zone, each moving every tick) and 500 connected players each moving every
 // tick. Reports the world tick's time on its script lane (p50/p99/max, the
@@ -17,6 +17,8 @@ import { progress, table } from './_report';
 const seconds = numberOption('seconds', 10);
 const players = numberOption('players', 500);
 const broadcastInterval = numberOption('broadcast', 1);
+/** Scripted entities per zone (100 zones). */
+const npcs = numberOption('npcs', 20);
 const TICK_MS = 50;
 const BUDGET_MS = 20;
 
@@ -42,7 +44,7 @@ function zone_tick(entities, zone_state)
   zone_state = zone_state or {}
   if not zone_state.seeded then
     zone_state.seeded = true
-    for i = 1, 20 do game.zone.spawn("npc", math.random(0, EDGE), math.random(0, EDGE)) end
+    for i = 1, ${npcs} do game.zone.spawn("npc", math.random(0, EDGE), math.random(0, EDGE)) end
   end
   for id, e in pairs(entities) do
     if e.type == "npc" then
@@ -79,7 +81,7 @@ const load = await forkChild('_ws-load.ts').catch(async (err) => {
   throw err;
 });
 try {
-  progress(`worlds: ${players} players joining one world of 100 zones`);
+  progress(`worlds: ${players} players joining one world of 100 zones with ${npcs * 100} scripted entities`);
   const tokens = (await target.request('provision', { n: players })).tokens;
   await load.request('worlds', { port: target.port, tokens, mode: 'bench', tickMs: TICK_MS }, 600_000);
   // Let the joins' keyframes and the zones' first spawns settle.
@@ -104,7 +106,7 @@ try {
   const meanBytes = bytesPerPlayer.reduce((a, b) => a + b, 0) / Math.max(1, bytesPerPlayer.length);
 
   table(
-      `One world: 100 zones, 2,000 scripted entities, ${players} players moving every ${TICK_MS} ms tick, broadcast every ${broadcastInterval} tick(s), ${seconds} s`,
+      `One world: 100 zones, ${npcs * 100} scripted entities, ${players} players moving every ${TICK_MS} ms tick, broadcast every ${broadcastInterval} tick(s), ${seconds} s`,
       ['measure', 'value'],
       [
         ['world ticks run (of ' + Math.round((seconds * 1000) / TICK_MS) + ' due)', ticksRun],
