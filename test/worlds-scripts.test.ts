@@ -112,12 +112,29 @@ function zone_tick(entities, zone_state)
 end
 `;
 
+const VOTING = `
+game_type = "world"
+grid_size = 1
+${COMMON}
+function join(player_id, state) state.present = true return state end
+function post_tick(tick, state)
+  state._vote = nil
+  if state.present and not state.asked then
+    state.asked = true
+    state._vote = { template = "gate", window_ms = 400, options = { { id = "north", label = "North" }, { id = "south", label = "South" } } }
+  end
+  return state
+end
+function zone_tick(entities, zone_state) return entities, zone_state end
+`;
+
 let s: TestServer;
 let game: ReturnType<typeof gameDir>;
 
 beforeAll(async () => {
   game = gameDir({
-    'config.lua': 'return { hostile = "hostile.lua", phased = "phased.lua", ending = "ending.lua", keeper = "keeper.lua" }',
+    'config.lua': 'return { hostile = "hostile.lua", phased = "phased.lua", ending = "ending.lua", keeper = "keeper.lua", voting = "voting.lua" }',
+    'voting.lua': VOTING,
     'hostile.lua': HOSTILE,
     'phased.lua': PHASED,
     'ending.lua': ENDING,
@@ -249,6 +266,29 @@ describe('ending a world', () => {
     const own = frames.filter((f) => f.type === 'world.tick' && f.payload.kf).flatMap((f) => f.payload.updates).find((u: any) => u.id === a.playerId);
     expect(own).toMatchObject({ x: 42, type: 'player' });
     await again.request('world.leave');
+  });
+});
+
+describe('votes in a world', () => {
+  it('_vote in post_tick opens a vote for the players in the world: world.vote_start, vote.cast, world.vote_result', async () => {
+    const a = await connectPlayer(s);
+    const id = (await a.socket.request('world.create', { mode: 'voting' })).payload.world_id;
+    const start = await a.socket.next('world.vote_start');
+    expect(start.payload).toMatchObject({ options: [{ id: 'north', label: 'North' }, { id: 'south', label: 'South' }], window_ms: 400, method: 'plurality' });
+    const voteId = start.payload.vote_id;
+    expect((await a.socket.request('vote.cast', { vote_id: voteId, option_id: 'south' })).type).toBe('vote.cast_ok');
+    expect((await a.socket.next('world.vote_tally')).payload).toMatchObject({ vote_id: voteId, tallies: { south: 1 } });
+    const result = await a.socket.next('world.vote_result', 3000);
+    expect(result.payload).toMatchObject({ vote_id: voteId, winner: 'south', total_votes: 1 });
+    // The vote is stored like a match's.
+    let stored: any;
+    for (let i = 0; i < 50 && !stored; i++) {
+      const res = await s.call('GET', `/api/v1/votes/${voteId}`, { token: a.token });
+      if (res.status === 200) stored = res.body;
+      else await sleep(50);
+    }
+    expect(stored).toMatchObject({ id: voteId, match_id: id, template: 'gate', status: 'resolved' });
+    await a.socket.request('world.leave');
   });
 });
 

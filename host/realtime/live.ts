@@ -95,7 +95,7 @@ export class LiveHost implements LiveState {
     matchmaker.attach(gateway);
     rpc.attach(gateway);
     const chat = new ChatHost(ctx, gateway.sessions);
-    worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat);
+    worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes);
     chat.serveWorlds(worlds);
     worlds.attach(gateway);
     const presence = new PresenceHost(ctx, gateway.sessions);

@@ -5,6 +5,7 @@ import { EpochMs, JsonObject, Success, Text, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame';
 import { JoinCtx, ModeFilter } from './matches';
 import { coded, ruled } from './rules';
+import { votePushes } from './votes';
 
 /**
  * Worlds on the wire: the world info object over REST and the socket, and
@@ -212,6 +213,8 @@ export const worldPushes: PushContract[] = [
     payload: z.looseObject({ world_id: Uuid.optional(), status: z.enum(['waiting', 'active', 'complete']), phase: z.string().nullable() }),
   },
   { type: 'world.finished', summary: 'The world ended: the script\'s result, or `empty`, `empty_grace_expired`, `cancelled`, `phases_complete`.', payload: z.object({ world_id: Uuid, result: JsonObject }) },
+  // A vote a world's `post_tick` opened: the same payloads as a match's, under `world.`.
+  ...votePushes.map((push) => ({ ...push, type: push.type.replace(/^match\./, 'world.'), summary: `${push.summary} (A vote inside a world.)` })),
   {
     type: 'world.<event>',
     summary: 'A script broadcast from the world VM or any zone VM to everyone in the world (`game.broadcast`).',

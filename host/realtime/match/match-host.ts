@@ -274,6 +274,11 @@ export class MatchHost implements LiveMatches {
     return this.#matches.size;
   }
 
+  /** The node's votes; worlds open theirs here too (one `vote.*` frame route). */
+  get votes(): MatchVotes {
+    return this.#votes;
+  }
+
   /** Tick lateness since the last reset, for the benchmark and operators. */
   lateness(): LatenessSummary {
     return this.#lateness.summary();

@@ -2,6 +2,7 @@ import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frames';
 import type { JsonObject, ModeInfo } from '../../../runtime/lua/api';
 import type { LiveMatchStatus } from '../../../runtime/schemas/matches';
+import type { WorldStatus } from '../../../runtime/schemas/worlds';
 import { voteCast, voteVeto, type VoteCast, type VoteStatus, type VoteVeto } from '../../../runtime/schemas/votes';
 import { Vote, type VoteConfig, type VoteResult } from '../../../runtime/votes/engine';
 import { recordVote } from '../../../runtime/votes/votes';
@@ -9,12 +10,17 @@ import type { Gateway, Reply } from '../gateway';
 import type { Session, SessionRegistry } from '../sessions';
 import type { ScriptPool } from './pool';
 
-/** What the votes need of a live match. */
+/** What the votes need of a live match or world. */
 export interface VotingMatch {
   readonly id: string;
-  readonly status: LiveMatchStatus;
+  readonly status: LiveMatchStatus | WorldStatus;
   readonly roster: ReadonlySet<string>;
   readonly mode: ModeInfo;
+}
+
+/** A world's votes push `world.vote_*`, a match's `match.vote_*`. */
+function pushPrefix(match: VotingMatch): string {
+  return match.mode.kind === 'world' ? 'world' : 'match';
 }
 
 interface OpenVote {
@@ -35,8 +41,8 @@ interface MatchBallots {
 }
 
 /**
- * The votes of this node's matches: a `Vote` (runtime/votes/engine.ts) per
- * open vote, the `vote.*` frames, the `match.vote_*` pushes, the close timer,
+ * The votes of this node's matches and worlds: a `Vote` (runtime/votes/engine.ts) per
+ * open vote, the `vote.*` frames, the `match.vote_*` / `world.vote_*` pushes, the close timer,
  * the row written when a vote closes, and the script's `vote_resolved`.
  * Windows run on real time, like the tick wheel.
  */
@@ -50,6 +56,9 @@ export class MatchVotes {
     /** The match this player is in, if any. */
     private readonly matchOf: (playerId: string) => VotingMatch | undefined,
   ) {}
+
+  /** Where a player in no match votes: its world (the world host registers it). */
+  worldOf: (playerId: string) => VotingMatch | undefined = () => undefined;
 
   attach(gateway: Gateway): void {
     gateway.route(voteCast, (s, p) => this.#cast(s, p));
@@ -68,7 +77,7 @@ export class MatchVotes {
     const vote = new Vote(id, config, match.roster, Date.now());
     const firesAt = vote.closesAt();
     ballots.open = { vote, openedAt: new Date(this.ctx.clock.now()), firesAt, timer: this.#timer(match, firesAt) };
-    this.#toRoster(match, 'match.vote_start', { vote_id: id, options: config.options, window_ms: config.window_ms, method: config.method });
+    this.#toRoster(match, 'vote_start', { vote_id: id, options: config.options, window_ms: config.window_ms, method: config.method });
   }
 
   /** The match ended: a vote still open is cancelled (recorded, never counted). */
@@ -96,7 +105,7 @@ export class MatchVotes {
       throw new FrameError(cast.reason, cast.reason === 'rate_limited' ? { message: `A vote may be changed ${open.vote.config.max_revotes} times.` } : {});
     }
     if (open.vote.config.visibility === 'live') {
-      this.#toRoster(match, 'match.vote_tally', {
+      this.#toRoster(match, 'vote_tally', {
         vote_id,
         tallies: open.vote.tallies(),
         time_remaining_ms: open.vote.timeRemaining(now),
@@ -124,15 +133,15 @@ export class MatchVotes {
     clearTimeout(open.timer);
     ballots.open = null;
     ballots.closed.add(vote_id);
-    this.#toRoster(match, 'match.vote_vetoed', { vote_id, vetoed_by: playerId });
+    this.#toRoster(match, 'vote_vetoed', { vote_id, vetoed_by: playerId });
     this.pool.voteResolved(match.id, open.vote.config.template, { vote_id, winner: null, status: 'vetoed', vetoed_by: playerId, votes_cast: open.vote.votesCast() });
     this.#record(match.id, open, 'vetoed', null);
     return { type: 'vote.veto_ok', payload: { success: true } };
   }
 
-  /** The open vote a frame names, in the match the socket's player is in; the shared checks of both frames. */
+  /** The open vote a frame names, in the player's match, else its world; the shared checks of both frames. */
   #target(playerId: string, voteId: string): { match: VotingMatch; open: OpenVote; ballots: MatchBallots } {
-    const match = this.matchOf(playerId);
+    const match = this.matchOf(playerId) ?? this.worldOf(playerId);
     if (!match || match.status === 'finished') throw new FrameError('not_in_match');
     const ballots = this.#byMatch.get(match.id);
     const open = ballots?.open;
@@ -142,6 +151,7 @@ export class MatchVotes {
     }
     if (match.status === 'waiting') throw new FrameError('match_not_started');
     if (match.status === 'paused') throw new FrameError('match_paused');
+    if (match.status === 'loading') throw new FrameError('world_not_ready');
     return { match, open, ballots };
   }
 
@@ -164,7 +174,7 @@ export class MatchVotes {
     // The row first, so a client that reads the vote on hearing its result finds it.
     void this.#record(match.id, open, 'resolved', result).finally(() => {
       const { rounds: _rounds, ...push } = result;
-      this.#toRoster(match, 'match.vote_result', push);
+      this.#toRoster(match, 'vote_result', push);
     });
   }
 
@@ -180,8 +190,8 @@ export class MatchVotes {
     return b;
   }
 
-  #toRoster(match: VotingMatch, type: string, payload: object): void {
-    const text = JSON.stringify({ type, payload });
+  #toRoster(match: VotingMatch, leaf: string, payload: object): void {
+    const text = JSON.stringify({ type: `${pushPrefix(match)}.${leaf}`, payload });
     for (const playerId of match.roster) this.sessions.pushText(playerId, text);
   }
 }

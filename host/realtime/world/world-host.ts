@@ -19,6 +19,7 @@ import {
 import type { GameHandle } from '../match/match-host';
 import type { ScriptPool } from '../match/pool';
 import type { LaneEvent } from '../match/protocol';
+import type { MatchVotes, VotingMatch } from '../match/votes';
 import type { Gateway, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
 import type { Session, SessionRegistry } from '../sessions';
@@ -89,8 +90,14 @@ export class WorldHost implements LiveWorlds {
     private readonly game: GameHandle,
     private readonly pool: ScriptPool,
     private readonly chat: ChatHost,
+    /** The node's votes (host/realtime/match/votes.ts): a world's `_vote` opens one for its players. */
+    private readonly votes: MatchVotes,
   ) {
     sessions.onPlayerGone((playerId) => this.#gone(playerId));
+    votes.worldOf = (playerId) => {
+      const world = this.#byPlayer.get(playerId);
+      return world ? this.#voting(world) : undefined;
+    };
     this.#snapshotTimer = setInterval(() => this.#snapshotAll(), ctx.settings.world_snapshot_ms);
     this.#snapshotTimer.unref();
   }
@@ -330,6 +337,7 @@ export class WorldHost implements LiveWorlds {
     if (world.graceTimer) clearTimeout(world.graceTimer);
     for (const t of world.detached.values()) if (t) clearTimeout(t);
     this.pool.releaseWorld(world.id);
+    this.votes.end(this.#voting(world));
     this.#unown(world);
     this.#toRoster(world, JSON.stringify({ type: 'world.finished', payload: { world_id: world.id, result } }));
     for (const playerId of world.roster) {
@@ -412,9 +420,7 @@ export class WorldHost implements LiveWorlds {
         world.inFlight = false;
         return this.#finish(world, e.result);
       case 'world_vote':
-        // Worlds have no vote host of their own yet: the lane is freed to ask again.
-        this.pool.voteResolved(world.id, e.config.template, {});
-        this.ctx.log.info('world_vote_requested', { world_id: world.id, template: e.config.template });
+        if (world.status === 'running') this.votes.open(this.#voting(world), e.config);
         return;
     }
   }
@@ -531,6 +537,12 @@ export class WorldHost implements LiveWorlds {
   }
 
   // ---- shapes ---------------------------------------------------------------------
+
+  /** A world as the votes see it: those attached are eligible and hear the pushes. */
+  #voting(world: LiveWorld): VotingMatch {
+    const attached = new Set([...world.roster].filter((p) => !world.detached.has(p)));
+    return { id: world.id, status: world.status, roster: attached, mode: world.mode };
+  }
 
   #toRoster(world: LiveWorld, text: string): void {
     for (const playerId of world.roster) if (!world.detached.has(playerId)) this.sessions.pushText(playerId, text);
