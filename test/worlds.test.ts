@@ -278,6 +278,44 @@ describe('ticks, interest and acks', () => {
   });
 });
 
+describe('limits', () => {
+  it('world.join spends the join bucket (10 per minute); create and find_or_create do not', async () => {
+    const owner = await connectPlayer(s);
+    const id = (await createWorld(owner)).payload.world_id;
+    const p = await connectPlayer(s);
+    for (let i = 0; i < 10; i++) {
+      expect((await p.socket.request('world.join', { world_id: id })).type).toBe('world.joined');
+      await p.socket.request('world.leave');
+    }
+    expectErrorFrame(await p.socket.request('world.join', { world_id: id }), 'join_rate_limited', 'join_rate_limited');
+    // An unknown id answers before the bucket is looked at.
+    expectErrorFrame(await p.socket.request('world.join', { world_id: '0190c1f5-2222-7000-8000-000000000007' }), 'world_not_found', 'world.not_found');
+    expect((await p.socket.request('world.find_or_create', { mode: 'walkers' })).type).toBe('world.joined');
+    await p.socket.request('world.leave');
+    expect((await p.socket.request('world.create', { mode: 'walkers' })).type).toBe('world.joined');
+    await p.socket.request('world.leave');
+    await owner.socket.request('world.leave');
+  });
+
+  it('zone crossings of one player are held to 5 per second (rehome)', async () => {
+    const a = await connectPlayer(s);
+    const frames = record(a.socket);
+    await createWorld(a);
+    await new Promise((r) => setTimeout(r, 200));
+    const sent = Date.now();
+    for (let i = 0; i < 10; i++) {
+      a.socket.send({ type: 'world.input', payload: { teleport: i % 2 === 0 ? [350, 50] : [50, 50] } });
+      await new Promise((r) => setTimeout(r, 70));
+    }
+    // Crossings into zone (3,0) show as its keyframes; ten teleports alternate, so five would be unlimited.
+    const within = frames.filter((f) => f.type === 'world.tick' && f.payload.kf === true && f.payload.zone.join(',') === '3,0');
+    expect(Date.now() - sent).toBeLessThan(1000);
+    expect(within.length).toBeGreaterThanOrEqual(1);
+    expect(within.length).toBeLessThanOrEqual(3);
+    await a.socket.request('world.leave');
+  });
+});
+
 describe('ending', () => {
   it('leave → grace → empty_grace_expired, and the world is gone from the list; a rejoin inside the grace keeps it', async () => {
     const a = await connectPlayer(s);
