@@ -3,7 +3,7 @@ import { inflateSync } from 'node:zlib';
 import { freshDatabase } from './support/database';
 import { gameDir } from './support/game-dir';
 import { startTestServer, type TestServer } from './support/server';
-import { connectPlayer, type Frame, type TestSocket } from './support/ws-client';
+import { connectPlayer, recordFrames, TestSocket, type Frame } from './support/ws-client';
 
 /**
  * World scripts as a game writes them: hostile zones next to honest ones,
@@ -148,18 +148,13 @@ afterAll(async () => {
   game.remove();
 });
 
-function record(socket: TestSocket): Frame[] {
-  const frames: Frame[] = [];
-  socket.ws.on('message', (data) => frames.push(JSON.parse(String(data))));
-  return frames;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('a hostile zone is contained to its zone', () => {
   it('a loop, a heap bomb and an error in three zones: the honest zone keeps ticking and the node keeps answering', async () => {
     const honest = await connectPlayer(s);
-    const frames = record(honest.socket);
+    const frames = recordFrames(honest.socket);
     const id = (await honest.socket.request('world.create', { mode: 'hostile' })).payload.world_id;
     const looper = await connectPlayer(s);
     const bomber = await connectPlayer(s);
@@ -198,7 +193,7 @@ describe('a hostile zone is contained to its zone', () => {
 describe('phases, terrain and broadcasts', () => {
   it('phase_changed on each transition with world_id, phases_complete at the end; terrain chunks on subscription; world.<leaf> broadcasts', async () => {
     const a = await connectPlayer(s);
-    const frames = record(a.socket);
+    const frames = recordFrames(a.socket);
     const joined = await a.socket.request('world.create', { mode: 'phased' });
     const id = joined.payload.world_id;
     expect(joined.payload.phase).toMatchObject({ status: 'active', phase: 'warmup' });
@@ -256,9 +251,9 @@ describe('ending a world', () => {
     await sleep(300);
     const listing = (await s.call('GET', `/api/v1/worlds/${id}`, { token: a.token })).body;
     expect(listing.player_count).toBe(1);
-    const again = await (await import('./support/ws-client')).TestSocket.open(s);
+    const again = await TestSocket.open(s);
     await again.request('session.connect', { token: a.token });
-    const frames = record(again);
+    const frames = recordFrames(again);
     const rejoined = await again.request('world.join', { world_id: id });
     expect(rejoined.payload.players).toEqual([a.playerId]);
     await sleep(200);
@@ -301,7 +296,7 @@ describe('persistent worlds', () => {
     try {
       const first = await startTestServer({ world_snapshot_ms: 200 }, { database: keep, gameDir: dir.dir });
       const a = await connectPlayer(first);
-      const frames = record(a.socket);
+      const frames = recordFrames(a.socket);
       const id = (await a.socket.request('world.create', { mode: 'keeper' })).payload.world_id;
       await sleep(600);
       const stone = frames.filter((f) => f.type === 'world.tick').flatMap((f) => f.payload.updates).find((u: any) => u.type === 'stone');
@@ -317,7 +312,7 @@ describe('persistent worlds', () => {
         else await sleep(100);
       }
       expect(listing).toMatchObject({ world_id: id, mode: 'keeper', status: 'running', player_count: 0 });
-      const seen = record(b.socket);
+      const seen = recordFrames(b.socket);
       expect((await b.socket.request('world.join', { world_id: id })).type).toBe('world.joined');
       // on_world_recovered saw the saved zone.
       expect((await b.socket.next('world.recovered')).payload).toEqual({ zones: 1 });

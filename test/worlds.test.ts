@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gameDir } from './support/game-dir';
 import { startTestServer, type TestServer } from './support/server';
-import { connectPlayer, expectErrorFrame, type Frame, type TestSocket } from './support/ws-client';
+import { connectPlayer, expectErrorFrame, recordFrames, type Frame } from './support/ws-client';
 
 /**
  * Worlds over real sockets: a world mode whose zones hold a player entity
@@ -76,12 +76,6 @@ afterAll(async () => {
 
 type Player = Awaited<ReturnType<typeof connectPlayer>>;
 
-/** Collects every frame a socket receives from now on. */
-function record(socket: TestSocket): Frame[] {
-  const frames: Frame[] = [];
-  socket.ws.on('message', (data) => frames.push(JSON.parse(String(data))));
-  return frames;
-}
 
 async function createWorld(p: Player, mode = 'walkers'): Promise<Frame> {
   const reply = await p.socket.request('world.create', { mode });
@@ -195,7 +189,7 @@ describe('creating, joining, listing', () => {
 describe('ticks, interest and acks', () => {
   it('a join gets keyframes of its ring; deltas follow with contiguous frame_seq; a far player hears nothing of a moving NPC', async () => {
     const a = await connectPlayer(s);
-    const framesA = record(a.socket);
+    const framesA = recordFrames(a.socket);
     const joined = await createWorld(a);
     const id = joined.payload.world_id;
     // The ring of zone (0,0) with view_radius 1: four zones, each with a keyframe.
@@ -213,7 +207,7 @@ describe('ticks, interest and acks', () => {
 
     // A second player standing next to the NPC sees it move, frame after frame.
     const b = await connectPlayer(s);
-    const framesB = record(b.socket);
+    const framesB = recordFrames(b.socket);
     expect((await b.socket.request('world.join', { world_id: id })).type).toBe('world.joined');
     b.socket.send({ type: 'world.input', payload: { teleport: [550, 550] } });
     await b.socket.next((f) => f.type === 'world.tick' && f.payload.zone.join(',') === '5,5' && f.payload.updates.some((u: any) => u.op === 'u'), 3000);
@@ -235,7 +229,7 @@ describe('ticks, interest and acks', () => {
 
   it('world.ack only increases; a lower seq is consumed but never acked again; a rejected input reverts the entity', async () => {
     const a = await connectPlayer(s);
-    const frames = record(a.socket);
+    const frames = recordFrames(a.socket);
     await createWorld(a);
     a.socket.send({ type: 'world.input', seq: 10, payload: { dx: 1 } });
     const ack = await a.socket.next('world.ack');
@@ -264,7 +258,7 @@ describe('ticks, interest and acks', () => {
     const a = await connectPlayer(s);
     await createWorld(a);
     await new Promise((r) => setTimeout(r, 300));
-    const after = record(a.socket);
+    const after = recordFrames(a.socket);
     a.socket.send({ type: 'world.resync', payload: { zone: [1, 1] } });
     a.socket.send({ type: 'world.resync', payload: { zone: [4, 4] } });
     a.socket.send({ type: 'world.resync', payload: { zone: 'x' } });
@@ -299,7 +293,7 @@ describe('limits', () => {
 
   it('zone crossings of one player are held to 5 per second (rehome)', async () => {
     const a = await connectPlayer(s);
-    const frames = record(a.socket);
+    const frames = recordFrames(a.socket);
     await createWorld(a);
     await new Promise((r) => setTimeout(r, 200));
     const sent = Date.now();

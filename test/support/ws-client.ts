@@ -124,3 +124,10 @@ export function expectErrorFrame(f: Frame, reason: string, code: string, type?: 
   if (type === undefined) expect('type' in f.payload).toBe(false);
   else expect(f.payload.type).toBe(type);
 }
+
+/** Every frame the socket receives from now on, in arrival order (beside `next`, which consumes). */
+export function recordFrames(socket: TestSocket): Frame[] {
+  const frames: Frame[] = [];
+  socket.ws.on('message', (data) => frames.push(JSON.parse(String(data))));
+  return frames;
+}
