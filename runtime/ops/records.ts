@@ -3,12 +3,11 @@ import { ApiError } from '../contracts/errors';
 import { isoSeconds } from '../platform/database';
 import { matchRecordView } from '../matches/matches';
 import { notificationView } from '../social/notifications';
-import { feeOf, type TournamentRow } from '../tournaments/tournaments';
+import { TOURNAMENT_VIEW_COLUMNS, tournamentView, type TournamentRow } from '../tournaments/tournaments';
 import type { MatchRecord } from '../schemas/matches';
 import type { NotificationView } from '../schemas/notifications';
 import type { StoreListingView } from '../schemas/economy';
 import type { ItemDefinition, OpsChatMessage, OpsTournament } from '../schemas/ops';
-import type { TournamentView } from '../schemas/tournaments';
 import { sqlPage, type ListPage, type ListRequest, type ListRules } from './lists';
 
 /**
@@ -108,7 +107,7 @@ export const TOURNAMENT_LIST: ListRules = {
   q: ['name'],
 };
 
-const TOURNAMENT_COLUMNS = ['id', 'name', 'leaderboard_id', 'max_entries', 'entry_fee', 'rewards', 'status', 'start_at', 'end_at', 'inserted_at'] as const;
+const TOURNAMENT_COLUMNS = TOURNAMENT_VIEW_COLUMNS;
 
 /**
  * `live`: the node's tournament clock is carrying it, i.e. it is active and
@@ -117,19 +116,9 @@ const TOURNAMENT_COLUMNS = ['id', 'name', 'leaderboard_id', 'max_entries', 'entr
  * orphaned the way a lost process would.
  */
 function tournamentRow(row: Pick<TournamentRow, (typeof TOURNAMENT_COLUMNS)[number]>, now: number): OpsTournament {
-  return {
-    id: row.id,
-    name: row.name,
-    leaderboard_id: row.leaderboard_id,
-    max_entries: row.max_entries,
-    entry_fee: feeOf(row) ?? {},
-    rewards: row.rewards as TournamentView['rewards'],
-    status: row.status,
-    start_at: isoSeconds(row.start_at)!,
-    end_at: isoSeconds(row.end_at)!,
-    inserted_at: isoSeconds(row.inserted_at)!,
-    live: row.status === 'active' && new Date(row.end_at).getTime() > now,
-  };
+  // The public view, with the metadata withheld as the ops table says.
+  const { metadata: _withheld, ...view } = tournamentView(row);
+  return { ...view, live: row.status === 'active' && new Date(row.end_at).getTime() > now };
 }
 
 export async function listTournaments(ctx: Pick<Ctx, 'db' | 'clock'>, request: ListRequest): Promise<ListPage<OpsTournament>> {

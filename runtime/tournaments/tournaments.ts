@@ -74,7 +74,10 @@ export function rewardTiers(row: Pick<TournamentRow, 'rewards'>): RewardTier[] {
   return tiers.sort((a, b) => a.from - b.from);
 }
 
-export function tournamentView(row: TournamentRow): TournamentView {
+/** The columns the public view reads. */
+export const TOURNAMENT_VIEW_COLUMNS = ['id', 'name', 'leaderboard_id', 'max_entries', 'entry_fee', 'rewards', 'status', 'start_at', 'end_at', 'metadata', 'inserted_at'] as const;
+
+export function tournamentView(row: Pick<TournamentRow, (typeof TOURNAMENT_VIEW_COLUMNS)[number]>): TournamentView {
   return {
     id: row.id,
     name: row.name,
