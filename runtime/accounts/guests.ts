@@ -278,26 +278,33 @@ async function guestState(db: Db | Transaction<Database>, playerId: string) {
     .executeTakeFirst();
 }
 
-/** Unclaimed guests not seen since `cutoff`, least recently seen first (reaper, ops purge). */
-export async function findInactiveGuests(db: Db, cutoff: Date, limit: number): Promise<string[]> {
-  const rows = await db
-    .selectFrom('players as p')
-    .select('p.id')
-    .where(unclaimed('p'))
-    .where(lastSeen('p'), '<', cutoff)
-    .orderBy(lastSeen('p'))
-    .limit(limit)
-    .execute();
+/**
+ * Unclaimed guests not seen since `cutoff`, least recently seen first (reaper,
+ * ops purge). A null cutoff selects every unclaimed guest: the purge's `0`
+ * must not miss one seen in the very millisecond the call reads the clock.
+ */
+export async function findInactiveGuests(db: Db, cutoff: Date | null, limit: number): Promise<string[]> {
+  let query = db.selectFrom('players as p').select('p.id').where(unclaimed('p'));
+  if (cutoff) query = query.where(lastSeen('p'), '<', cutoff);
+  const rows = await query.orderBy(lastSeen('p')).orderBy('p.id').limit(limit).execute();
   return rows.map((r) => r.id);
+}
+
+/** How many guests `findInactiveGuests` would select without a limit. */
+export async function countInactiveGuests(db: Db, cutoff: Date | null): Promise<number> {
+  let query = db.selectFrom('players as p').select(sql<number>`count(*)::int`.as('n')).where(unclaimed('p'));
+  if (cutoff) query = query.where(lastSeen('p'), '<', cutoff);
+  const row = await query.executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /**
  * Erases one inactive guest in its own transaction, re-checking under the
- * row lock that it is still unclaimed and still unseen since `cutoff`
+ * row lock that it is still unclaimed and (cutoff given) still unseen since `cutoff`
  * (`skipped` otherwise: it upgraded or resumed meanwhile). Cached tokens and
  * live sockets go right after commit.
  */
-export async function eraseInactiveGuest(ctx: Ctx, playerId: string, cutoff: Date): Promise<'deleted' | 'skipped'> {
+export async function eraseInactiveGuest(ctx: Ctx, playerId: string, cutoff: Date | null): Promise<'deleted' | 'skipped'> {
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('players as p')
@@ -305,7 +312,7 @@ export async function eraseInactiveGuest(ctx: Ctx, playerId: string, cutoff: Dat
       .where('p.id', '=', playerId)
       .forUpdate()
       .executeTakeFirst();
-    if (!row || !row.is_unclaimed || row.last_seen === null || new Date(row.last_seen).getTime() >= cutoff.getTime()) {
+    if (!row || !row.is_unclaimed || row.last_seen === null || (cutoff !== null && new Date(row.last_seen).getTime() >= cutoff.getTime())) {
       return 'skipped' as const;
     }
     await erasePlayer(trx, playerId);

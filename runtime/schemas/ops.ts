@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { isUuid } from '../platform/ids';
+import { EXPORT_TABLES, type ColumnKind, type ExportTable } from '../ops/export';
 import { DEPTH_MAX, FILTER_MAX_CHARS, LIMIT_DEFAULT, LIMIT_MAX, PAGE_MAX, type ListRules } from '../ops/lists';
+import { PURGE_LIMIT_DEFAULT, PURGE_LIMIT_MAX } from '../ops/purge';
 import { IsoTime, JsonObject, Uuid } from './common';
 import { Tournament } from './tournaments';
-import { coded } from './rules';
+import { coded, ruled } from './rules';
 
 /**
  * The operator plane's messages: the list query every ops list takes, the
@@ -187,3 +189,59 @@ export const MatchmakerQueue = z.object({
 
 /** The matchmaker list: the per-mode rows, and the whole queue beside them. */
 export const MatchmakerList = listOf(MatchmakerMode).extend({ queue: MatchmakerQueue });
+
+const COLUMN_SCHEMAS: Record<ColumnKind, z.ZodType> = {
+  id: z.string().nullable(),
+  text: z.string().nullable(),
+  int: z.number().nullable(),
+  bool: z.boolean().nullable(),
+  time: IsoTime.nullable(),
+  json: z.unknown(),
+};
+
+/** A table's rows hold its allowlisted columns and nothing else: with response checks on, a column that slipped in is a 500. */
+function exportRows(t: ExportTable) {
+  return z.array(z.strictObject(Object.fromEntries(Object.entries(t.columns).map(([name, kind]) => [name, COLUMN_SCHEMAS[kind]]))));
+}
+
+/** Everything held about one player (runtime/ops/export.ts), keyed by table. */
+export const PlayerExport = z.object({
+  player_id: Uuid,
+  exported_at: IsoTime,
+  tables: z.strictObject(Object.fromEntries(EXPORT_TABLES.map((t) => [t.table, exportRows(t)]))),
+  extensions: z.record(z.string(), z.unknown()).meta({ description: 'per installed extension, its exported data or a skipped marker; empty while none is installed' }),
+});
+
+/** The operator's confirmation: the player's username, echoed. Absent or not a string is 400 `ops.confirmation_required`. */
+export const OperatorEraseConfirmation = z.object({
+  username: ruled(z.string({ error: "Echo the player's username in `username` to confirm the erasure." }).meta({ description: "the erased player's username, exactly" }), {
+    code: 'ops.confirmation_required',
+  }),
+});
+
+export const OperatorErased = z.object({ player_id: Uuid, erased: z.literal(true) });
+
+const count = (description: string) => z.number().int().meta({ description });
+
+export const GuestPurgeRequest = z.object({
+  inactive_for_seconds: ruled(
+    z
+      .number({ error: 'inactive_for_seconds must be a whole number of seconds, 0 or more.' })
+      .int({ error: 'inactive_for_seconds must be a whole number of seconds, 0 or more.' })
+      .min(0, { error: 'inactive_for_seconds must be a whole number of seconds, 0 or more.' })
+      .meta({ description: 'erase unclaimed guests whose guest identity was not touched for this long; 0 selects every unclaimed guest. Absent or invalid is 400 ops.invalid_cutoff' }),
+    { code: 'ops.invalid_cutoff' },
+  ),
+  dry_run: z.boolean().optional().meta({ description: 'count only; deletes nothing (default false)' }),
+  confirm_count: z.number().int().min(0).optional().meta({ description: 'required unless dry_run: the number of guests the cutoff selects now (a dry run’s `matched`); another number is 409 ops.purge_count_mismatch' }),
+  limit: z.number().int().optional().meta({ description: `guests erased by this call, 1-${PURGE_LIMIT_MAX} (default ${PURGE_LIMIT_DEFAULT}); out of range is clamped` }),
+});
+
+export const GuestPurgeResult = z.object({
+  matched: count('unclaimed guests the cutoff selected when the call began'),
+  deleted: count('guests erased by this call'),
+  skipped: count('guests that were claimed (or seen) between selection and erasure'),
+  failed: count('guests whose erasure did not commit; a later call selects them again'),
+  remaining: count('guests the cutoff still selects after this call; loop while `deleted` is above zero'),
+  dry_run: z.boolean(),
+});

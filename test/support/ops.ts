@@ -12,6 +12,11 @@ export function opsGet(s: Pick<TestServer, 'call'>, path: string, bearer: string
   return s.call('GET', `/api/v1/ops${path}`, { ...(bearer !== null ? { token: bearer } : {}), headers });
 }
 
+/** A POST on the ops plane with a JSON body and a bearer (the secret by default). */
+export function opsPost(s: Pick<TestServer, 'call'>, path: string, body?: unknown, bearer: string | null = OPS_SECRET, headers: Record<string, string> = {}): Promise<Answer> {
+  return s.call('POST', `/api/v1/ops${path}`, { ...(bearer !== null ? { token: bearer } : {}), ...(body !== undefined ? { body } : {}), headers });
+}
+
 export async function opsToken(caps: Capability[], options: { ttlSeconds?: number; name?: string; secret?: string; now?: number } = {}): Promise<string> {
   const minted = await mintOperatorToken(options.secret ?? OPS_SECRET, {
     caps,

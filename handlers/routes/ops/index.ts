@@ -1,8 +1,11 @@
 import { listAudit, AUDIT_LIST } from '../../../runtime/ops/audit';
+import { eraseByOperator } from '../../../runtime/ops/erase';
+import { exportPlayer } from '../../../runtime/ops/export';
 import { features } from '../../../runtime/ops/features';
 import { listRequest, type ListQuery } from '../../../runtime/ops/lists';
 import { BOARD_LIST, CHANNEL_LIST, ENTRY_LIST, listBoardEntries, listBoards, listChannels, listMatchmaker, MATCHMAKER_LIST } from '../../../runtime/ops/live';
 import { getOpsPlayer, listPlayers, PLAYER_LIST } from '../../../runtime/ops/players';
+import { purgeGuests } from '../../../runtime/ops/purge';
 import {
   getItem,
   getListing,
@@ -31,15 +34,21 @@ import {
   ChannelPath,
   ChatChannel,
   Features,
+  GuestPurgeRequest,
+  GuestPurgeResult,
   ItemDefinition,
   listQuery,
   MatchmakerList,
   oneOf,
+  OperatorErased,
+  OperatorEraseConfirmation,
   OpsBoard,
   OpsBoardEntry,
   OpsChatMessage,
+  OpsIdPath,
   OpsStats,
   OpsTournament,
+  PlayerExport,
 } from '../../../runtime/schemas/ops';
 import { Player } from '../../../runtime/schemas/players';
 import { route, type Route } from '../../contract';
@@ -89,6 +98,46 @@ export const opsRoutes: Route[] = [
     tag: 'ops',
     row: Player,
     get: (ctx, id) => getOpsPlayer(ctx, id),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/v1/ops/players/:id/export',
+    summary: 'Everything held about one player, keyed by table (allowlisted columns: no password or token hashes, no guest verifiers; sessions without tokens)',
+    tag: 'ops',
+    auth: 'operator',
+    capability: 'player_data',
+    rate: 'api',
+    params: OpsIdPath,
+    response: oneOf(PlayerExport),
+    errors: ['ops.invalid_id', 'ops.not_found', 'ops.export_incomplete'],
+    handle: async ({ ctx, params, operator }) => ({ data: await exportPlayer(ctx, params.id, operator.actor.id) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/api/v1/ops/players/:id/erase',
+    summary: 'Erases one player, confirmed by echoing its username; audited in the same transaction',
+    tag: 'ops',
+    auth: 'operator',
+    capability: 'erasure',
+    rate: 'api',
+    params: OpsIdPath,
+    body: OperatorEraseConfirmation,
+    response: oneOf(OperatorErased),
+    errors: ['ops.invalid_id', 'ops.not_found', 'ops.confirmation_required', 'ops.confirmation_mismatch', 'player.erase_failed'],
+    handle: async ({ ctx, params, body, operator }) => ({ data: await eraseByOperator(ctx, operator.actor, params.id, body) }),
+  }),
+  route({
+    method: 'POST',
+    path: '/api/v1/ops/players/guests/purge',
+    summary: 'Erases unclaimed guests unseen since a cutoff, a batch per call, each in its own transaction; one audit row per batch',
+    tag: 'ops',
+    auth: 'operator',
+    capability: 'erasure',
+    rate: 'api',
+    body: GuestPurgeRequest,
+    response: oneOf(GuestPurgeResult),
+    errors: ['ops.invalid_cutoff', 'ops.confirmation_required', 'ops.purge_count_mismatch'],
+    handle: async ({ ctx, body, operator }) => ({ data: await purgeGuests(ctx, operator.actor, body) }),
   }),
   opsList({ path: '/api/v1/ops/matches', summary: 'Finished match records (no roster)', tag: 'ops', rules: MATCH_LIST, row: MatchRecord, list: listMatches }),
   opsLookup({ path: '/api/v1/ops/matches/:id', summary: 'One match record', tag: 'ops', row: MatchRecord, get: getMatch }),

@@ -1,0 +1,57 @@
+import type { Ctx } from '../contracts/context';
+import { ApiError } from '../contracts/errors';
+import { writeAudit, type AuditActor } from '../platform/audit';
+import { afterCommit } from '../platform/effects';
+import { erasePlayer } from '../platform/erasure';
+
+/**
+ * `POST /ops/players/:id/erase`. The operator proves they mean this player by
+ * echoing its username; the erasure is the one every other path uses
+ * (runtime/platform/erasure.ts), and its audit row commits with it or not at
+ * all: an erasure nobody can account for must not happen.
+ */
+
+export interface OperatorErase {
+  /** The echo of the player's username; the route has already refused an absent one. */
+  username: string;
+}
+
+export async function eraseByOperator(ctx: Ctx, actor: AuditActor, playerId: string, { username }: OperatorErase): Promise<{ player_id: string; erased: true }> {
+  const player = await ctx.db.selectFrom('players').select('username').where('id', '=', playerId).executeTakeFirst();
+  if (!player) throw new ApiError('ops.not_found', 'No such player.');
+  if (player.username !== username) throw mismatch();
+
+  let outcome: 'erased' | 'gone' | 'renamed';
+  try {
+    outcome = await ctx.db.transaction().execute(async (trx) => {
+      // The echo is checked again under the row lock: a rename in between means the operator confirmed another name.
+      const current = await trx.selectFrom('players').select('username').where('id', '=', playerId).forUpdate().executeTakeFirst();
+      if (!current) return 'gone' as const;
+      if (current.username !== username) return 'renamed' as const;
+      const rows = await erasePlayer(trx, playerId);
+      await writeAudit(trx, ctx, {
+        actor,
+        action: 'player.erase',
+        targetType: 'player',
+        targetId: playerId,
+        outcome: 'ok',
+        succeeded: 1,
+        // The username is not kept: the trail outlives the player, and it would be personal data left behind.
+        details: { via: 'ops', rows },
+      });
+      return 'erased' as const;
+    });
+  } catch (err) {
+    ctx.log.error('player_erase_failed', { player_id: playerId, via: 'ops', actor_id: actor.id, error: err instanceof Error ? err.message : String(err) });
+    throw new ApiError('player.erase_failed', 'The erasure failed and was rolled back; nothing was deleted.');
+  }
+  if (outcome === 'gone') throw new ApiError('ops.not_found', 'No such player.');
+  if (outcome === 'renamed') throw mismatch();
+  await afterCommit(ctx, { kind: 'player_sessions_ended', playerId }, { kind: 'player_erased', playerId });
+  ctx.log.info('player_erased', { player_id: playerId, via: 'ops', actor_id: actor.id });
+  return { player_id: playerId, erased: true };
+}
+
+function mismatch(): ApiError {
+  return new ApiError('ops.confirmation_mismatch', "The username does not match the player's; nothing was deleted.");
+}

@@ -1,0 +1,258 @@
+import { sql, type RawBuilder, type Transaction } from 'kysely';
+import type { Ctx } from '../contracts/context';
+import { ApiError } from '../contracts/errors';
+import type { Database } from '../contracts/schema';
+import { isoSeconds } from '../platform/database';
+
+/**
+ * `GET /ops/players/:id/export`: everything the service holds about one
+ * player, table by table. Each table names the columns it gives out, so a
+ * column added later (or a secret: password hashes, token hashes, guest
+ * verifiers) stays out until someone lists it here. Sessions are their
+ * `player_tokens` rows without the token hash: that they existed, their kind,
+ * family and lifetime.
+ */
+
+/** How a column is given out; the export's declared schema is built from the same kinds. */
+export type ColumnKind = 'id' | 'text' | 'int' | 'bool' | 'time' | 'json';
+
+export interface ExportTable {
+  table: keyof Database;
+  /** The allowlist: column (or output name) → kind. */
+  columns: Record<string, ColumnKind>;
+  /** Output names computed from the player id instead of read from a column. */
+  computed?: Record<string, (playerId: string) => RawBuilder<unknown>>;
+  /** Which rows are the player's. */
+  where: (playerId: string) => RawBuilder<boolean>;
+  /** A unique column, so the artefact reads the same twice. */
+  order: string;
+}
+
+const owned =
+  (...columns: string[]) =>
+  (playerId: string) =>
+    sql<boolean>`(${sql.join(
+      columns.map((c) => sql`${sql.ref(c)} = ${playerId}`),
+      sql` or `,
+    )})`;
+
+export const EXPORT_TABLES: readonly ExportTable[] = [
+  {
+    table: 'players',
+    columns: { id: 'id', username: 'text', display_name: 'text', avatar_url: 'text', metadata: 'json', banned_at: 'time', inserted_at: 'time', updated_at: 'time' },
+    where: owned('id'),
+    order: 'id',
+  },
+  {
+    // provider_metadata is left out whole: for a guest it is the device verifier and its salt.
+    table: 'player_identities',
+    columns: { id: 'id', provider: 'text', provider_uid: 'text', provider_email: 'text', provider_display_name: 'text', inserted_at: 'time', updated_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'player_tokens',
+    columns: { id: 'id', context: 'text', family_id: 'id', used_at: 'time', expires_at: 'time', inserted_at: 'time' },
+    where: owned('user_id'),
+    order: 'id',
+  },
+  {
+    table: 'player_stats',
+    columns: { games_played: 'int', wins: 'int', losses: 'int', rating: 'int', rating_deviation: 'int', metadata: 'json', updated_at: 'time' },
+    where: owned('player_id'),
+    order: 'player_id',
+  },
+  {
+    table: 'friendships',
+    columns: { id: 'id', player_id: 'id', friend_id: 'id', status: 'text', inserted_at: 'time', updated_at: 'time' },
+    where: owned('player_id', 'friend_id'),
+    order: 'id',
+  },
+  {
+    table: 'groups',
+    columns: { id: 'id', name: 'text', description: 'text', max_members: 'int', open: 'bool', creator_id: 'id', metadata: 'json', inserted_at: 'time', updated_at: 'time' },
+    where: owned('creator_id'),
+    order: 'id',
+  },
+  {
+    table: 'group_members',
+    columns: { id: 'id', group_id: 'id', role: 'text', joined_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'group_requests',
+    columns: { id: 'id', group_id: 'id', player_id: 'id', kind: 'text', invited_by: 'id', inserted_at: 'time' },
+    where: owned('player_id', 'invited_by'),
+    order: 'id',
+  },
+  {
+    table: 'chat_messages',
+    columns: { id: 'id', channel_type: 'text', channel_id: 'text', sender_id: 'id', recipient_id: 'id', content: 'text', metadata: 'json', sent_at: 'time' },
+    where: owned('sender_id', 'recipient_id'),
+    order: 'id',
+  },
+  {
+    table: 'notifications',
+    columns: { id: 'id', type: 'text', subject: 'text', content: 'json', read: 'bool', sent_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'wallets',
+    columns: { id: 'id', currency: 'text', balance: 'int', inserted_at: 'time', updated_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'transactions',
+    columns: { id: 'id', wallet_id: 'id', amount: 'int', balance_after: 'int', reason: 'text', reference_type: 'text', reference_id: 'text', metadata: 'json', inserted_at: 'time' },
+    where: (playerId) => sql<boolean>`wallet_id in (select id from wallets where player_id = ${playerId})`,
+    order: 'id',
+  },
+  {
+    table: 'player_items',
+    columns: { id: 'id', item_def_id: 'id', quantity: 'int', metadata: 'json', acquired_at: 'time', updated_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'iap_transactions',
+    columns: { id: 'id', provider: 'text', transaction_id: 'text', original_transaction_id: 'text', product_id: 'text', inserted_at: 'time', redeemed_at: 'time', redeemed_reason: 'text' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'cloud_saves',
+    columns: { id: 'id', slot: 'text', data: 'json', version: 'int', updated_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'storage',
+    columns: { id: 'id', collection: 'text', key: 'text', value: 'json', version: 'int', read_perm: 'text', write_perm: 'text', updated_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'leaderboard_entries',
+    columns: { id: 'id', leaderboard_id: 'text', score: 'int', sub_score: 'int', metadata: 'json', updated_at: 'time' },
+    where: owned('player_id'),
+    order: 'id',
+  },
+  {
+    table: 'tournament_entrants',
+    columns: { tournament_id: 'id', fee_currency: 'text', fee_amount: 'int', joined_at: 'time' },
+    where: owned('player_id'),
+    order: 'tournament_id',
+  },
+  {
+    table: 'tournament_standings',
+    columns: { tournament_id: 'id', rank: 'int', score: 'int', sub_score: 'int', reward: 'json' },
+    where: owned('player_id'),
+    order: 'tournament_id',
+  },
+  {
+    // The roster names other players, so only the player's own match list goes out.
+    table: 'match_records',
+    columns: { id: 'id', mode: 'text', status: 'text', result: 'json', started_at: 'time', finished_at: 'time', inserted_at: 'time' },
+    where: (playerId) => sql<boolean>`players @> jsonb_build_array(${playerId}::text)`,
+    order: 'id',
+  },
+  {
+    // Only the player's own ballot, not how everyone else voted.
+    table: 'votes',
+    columns: { id: 'id', match_id: 'text', template: 'text', method: 'text', status: 'text', choice: 'json', opened_at: 'time', closed_at: 'time' },
+    computed: { choice: (playerId) => sql`votes_cast -> ${playerId}::text` },
+    where: (playerId) => sql<boolean>`votes_cast ? ${playerId}::text`,
+    order: 'id',
+  },
+];
+
+export type ExportRow = Record<string, unknown>;
+
+export interface PlayerExport {
+  player_id: string;
+  exported_at: string;
+  tables: Record<string, ExportRow[]>;
+  /** Keyed by installed extension: its data or a skipped marker. No extension is installed yet. */
+  extensions: Record<string, unknown>;
+}
+
+/** Tags a failure with the table whose read raised it, for the log line. */
+class TableReadFailed extends Error {
+  constructor(
+    readonly table: string,
+    override readonly cause: unknown,
+  ) {
+    super(`reading ${table} failed`);
+  }
+}
+
+/**
+ * Reads every table in one read-only, repeatable-read transaction, so the
+ * artefact is one consistent picture even while the player plays. Any failed
+ * read answers 500 `ops.export_incomplete` and nothing else: a partial export
+ * would look complete to whoever receives it.
+ */
+export async function exportPlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'log'>, playerId: string, actorId: string): Promise<PlayerExport> {
+  let tables: Record<string, ExportRow[]> | null;
+  try {
+    tables = await ctx.db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .execute(async (trx) => {
+        const exists = await trx.selectFrom('players').select('id').where('id', '=', playerId).executeTakeFirst();
+        if (!exists) return null;
+        const out: Record<string, ExportRow[]> = {};
+        for (const t of EXPORT_TABLES) out[t.table] = await readTable(trx, t, playerId);
+        return out;
+      });
+  } catch (err) {
+    const table = err instanceof TableReadFailed ? err.table : null;
+    const cause = err instanceof TableReadFailed ? err.cause : err;
+    ctx.log.error('ops_export_failed', { player_id: playerId, actor_id: actorId, table, error: cause instanceof Error ? cause.message : String(cause) });
+    throw new ApiError('ops.export_incomplete', 'The export could not read everything held about the player; nothing was returned.', table ? { table } : {});
+  }
+  if (!tables) throw new ApiError('ops.not_found', 'No such player.');
+  ctx.log.info('ops_player_exported', { player_id: playerId, actor_id: actorId });
+  return { player_id: playerId, exported_at: isoSeconds(new Date(ctx.clock.now()))!, tables, extensions: {} };
+}
+
+async function readTable(trx: Transaction<Database>, t: ExportTable, playerId: string): Promise<ExportRow[]> {
+  const selected = Object.keys(t.columns).map((name) => {
+    const computed = t.computed?.[name];
+    return computed ? sql`${computed(playerId)} as ${sql.ref(name)}` : sql.ref(name);
+  });
+  try {
+    const { rows } = await sql<ExportRow>`select ${sql.join(selected)} from ${sql.table(t.table)} where ${t.where(playerId)} order by ${sql.ref(t.order)}`.execute(trx);
+    return rows.map((row) => shape(t, row));
+  } catch (err) {
+    throw new TableReadFailed(t.table, err);
+  }
+}
+
+function shape(t: ExportTable, row: ExportRow): ExportRow {
+  const out: ExportRow = {};
+  for (const [name, kind] of Object.entries(t.columns)) {
+    const value = row[name];
+    out[name] = value === null || value === undefined ? null : convert(kind, value);
+  }
+  return out;
+}
+
+function convert(kind: ColumnKind, value: unknown): unknown {
+  switch (kind) {
+    case 'time':
+      return isoSeconds(value as Date | string);
+    case 'int':
+      return Number(value);
+    case 'bool':
+      return Boolean(value);
+    case 'id':
+    case 'text':
+      return String(value);
+    case 'json':
+      return value;
+  }
+}
