@@ -16,7 +16,15 @@ export interface RequestMeta {
   ip: string;
   requestId: string;
   secure?: boolean;
+  /** The host's own clock reading when the request arrived, handed back to its `served` observer untouched. */
+  arrived?: number;
 }
+
+/**
+ * Told of every answered request once its pipeline finished: the matched
+ * route template (undefined when a step answered before routing), never the raw path.
+ */
+export type ServedObserver = (route: string | undefined, method: string, status: number, meta: RequestMeta) => void;
 
 export interface App {
   /** For fetch-standard hosts (Workers-style runtimes). */
@@ -36,7 +44,7 @@ export interface App {
  * - catch: every failure becomes the error object;
  * - finally: security headers, CORS, the request log.
  */
-export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
+export function createApp(ctx: Ctx, routes: Route[] = allRoutes(), served?: ServedObserver): App {
   const origins: ReadonlySet<string> = new Set(ctx.settings.cors_origins);
   const hooks = {
     before: [readiness(ctx), preflight(origins)],
@@ -65,7 +73,9 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes()): App {
       call,
       started: ctx.clock.now(),
     };
-    return dispatch(entering);
+    const response = await dispatch(entering);
+    served?.(entering.route, entering.method, response.status, meta);
+    return response;
   }
 
   return {

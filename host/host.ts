@@ -21,6 +21,8 @@ import { GuestReaper } from './jobs/guest-reaper';
 import { TokenSweeper } from './jobs/token-sweeper';
 import { LeaderboardFlush } from './jobs/leaderboard-flush';
 import { TournamentClock } from './jobs/tournament-clock';
+import { NodeMetrics } from './metrics/registry';
+import { listenForScrapes, type MetricsListener } from './metrics/listener';
 
 export interface ServerOptions {
   settings: Settings;
@@ -52,6 +54,8 @@ export interface RunningServer {
   /** The game directory being served, if any. */
   game: LoadedGame | null;
   url: string;
+  /** `http://host:port/metrics` of the metrics listener, or null when `metrics_port` is unset. */
+  metricsUrl: string | null;
   ctx: Ctx;
   server: Server;
   /** Resolves when migrations have finished and API routes answer. */
@@ -89,12 +93,16 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   const loaded = game;
   const database = typeof options.database === 'function' ? await options.database() : options.database;
   const declarations = options.game ?? (loaded ? { registration: () => loaded.info.registration, guestAuth: () => loaded.info.guestAuth } : undefined);
-  const live = new LiveHost(loaded ? { game: loaded } : {});
+  const metrics: NodeMetrics | null = options.settings.metrics_port === undefined ? null : nodeMetrics(database, (): LiveHost => live, (): ProcessProbe => probe);
+  const live: LiveHost = new LiveHost({ ...(loaded ? { game: loaded } : {}), ...(metrics ? { metrics } : {}) });
   const probe = new ProcessProbe(live, scriptWorkers(options.settings));
+  let metricsListener: MetricsListener | null = null;
   let context: Awaited<ReturnType<typeof createContext>>;
   try {
+    if (metrics) metricsListener = await listenMetrics(metrics, options.settings, log);
     context = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live, probe });
   } catch (err) {
+    await metricsListener?.close();
     probe.close();
     loaded?.close();
     // A setting that names a file (a trust anchor, store roots, a service-account key) is read here.
@@ -102,6 +110,10 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     throw err;
   }
   const { ctx, limits, watch, markReady } = context;
+  if (metrics) {
+    limits.onRefused = (group) => metrics.rateRefused(group);
+    database.timeStatements?.((seconds) => metrics.dbStatement(seconds));
+  }
   watch?.start();
   const ids = ctx.ids;
   log.info('guest_auth', {
@@ -110,8 +122,17 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     key_ids: Object.keys(options.settings.guest_verifier_pepper),
   });
 
-  const app = createApp(ctx, options.routes);
-  const handle = nodeHandler({ app, ids, proxies: new TrustedProxies(options.settings.trusted_proxies) });
+  const app = createApp(
+    ctx,
+    options.routes,
+    metrics ? (route, method, status, meta) => metrics.httpServed(route, method, status, secondsSince(meta.arrived)) : undefined,
+  );
+  const handle = nodeHandler({
+    app,
+    ids,
+    proxies: new TrustedProxies(options.settings.trusted_proxies),
+    ...(metrics ? { refused: (method: string, status: number, arrived: number) => metrics.httpServed(undefined, method, status, secondsSince(arrived)) } : {}),
+  });
 
   let inFlight = 0;
   let drained: (() => void) | null = null;
@@ -144,6 +165,9 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  }).catch(async (err) => {
+    await metricsListener?.close();
+    throw err;
   });
   const port = (server.address() as AddressInfo).port;
 
@@ -194,11 +218,14 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   hooks.push(() => tokenSweeper.stop());
   hooks.push(() => tournamentClock.stop());
   hooks.push(() => probe.close());
+  // A scrape that is still running is cut off: the listener never holds shutdown up.
+  if (metricsListener) hooks.push(() => metricsListener.close());
   if (loaded) hooks.push(() => loaded.close());
 
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    metricsUrl: metricsListener?.url ?? null,
     game: loaded,
     ctx,
     server,
@@ -233,6 +260,42 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
       return closing;
     },
   };
+}
+
+/** The node's metrics over its live services, probe and pool; read at scrape time, when all of them exist. */
+function nodeMetrics(database: OpenDatabase, live: () => LiveHost, probe: () => ProcessProbe): NodeMetrics {
+  // The real-time services start after the context; a scrape before then reads zeros.
+  const started = <T>(read: () => T, none: T): T => {
+    try {
+      return read();
+    } catch {
+      return none;
+    }
+  };
+  return new NodeMetrics({
+    sockets: () => started(() => live().gateway.sessions.size, 0),
+    liveMatches: () => started(() => live().matches.size, 0),
+    liveWorlds: () => started(() => live().worlds.size, 0),
+    matchmaker: () => started(() => live().matchmaker.samples(), {}),
+    pool: () => database.poolUse?.() ?? null,
+    get probe() {
+      return probe();
+    },
+  });
+}
+
+/** A metrics port that cannot be bound stops the boot with a line naming it, like the API port. */
+async function listenMetrics(metrics: NodeMetrics, settings: Settings, log: Logger): Promise<MetricsListener> {
+  const port = settings.metrics_port!;
+  try {
+    return await listenForScrapes(metrics, port, settings.metrics_host, log);
+  } catch (err) {
+    throw new BootRefusal(`cannot listen for metrics on ${settings.metrics_host}:${port}: ${(err as Error).message} (set metrics_port or metrics_host)`, { cause: err });
+  }
+}
+
+function secondsSince(arrived: number | undefined): number {
+  return arrived === undefined ? 0 : (performance.now() - arrived) / 1000;
 }
 
 /** A configuration the node cannot serve (a broken game script, an empty game directory): the boot stops with its message. */

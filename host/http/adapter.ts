@@ -17,11 +17,18 @@ export interface AdapterOptions {
   app: App;
   ids: IdSource;
   proxies: TrustedProxies;
+  /** Told of the body-rule refusals answered here, which never reach the app (no route matched). */
+  refused?: (method: string, status: number, arrived: number) => void;
 }
 
 export function nodeHandler(options: AdapterOptions) {
-  const { app, ids, proxies } = options;
+  const { app, ids, proxies, refused } = options;
+  const refuse = (req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string, arrived: number): void => {
+    refuseBody(req, res, err, requestId);
+    refused?.(req.method ?? 'GET', err.status, arrived);
+  };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const arrived = performance.now();
     const requestId = ids.uuid();
     const peer = req.socket.remoteAddress ?? '';
     const trusted = proxies.trusts(peer);
@@ -30,15 +37,15 @@ export function nodeHandler(options: AdapterOptions) {
 
     const declared = req.headers['content-length'];
     const chunked = req.headers['transfer-encoding'] !== undefined;
-    if (declared === undefined && chunked) return refuse(req, res, new ApiError('length_required'), requestId);
+    if (declared === undefined && chunked) return refuse(req, res, new ApiError('length_required'), requestId, arrived);
     const length = declared === undefined ? 0 : Number(declared);
-    if (!Number.isSafeInteger(length) || length < 0) return refuse(req, res, new ApiError('length_required'), requestId);
-    if (length > MAX_BODY_BYTES) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+    if (!Number.isSafeInteger(length) || length < 0) return refuse(req, res, new ApiError('length_required'), requestId, arrived);
+    if (length > MAX_BODY_BYTES) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived);
 
     let body: Buffer | null = null;
     if (length > 0) {
       body = await readBody(req, length);
-      if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId);
+      if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived);
     }
 
     // Routing reads only the path and query, and the Host header is the client's to choose: a
@@ -48,7 +55,7 @@ export function nodeHandler(options: AdapterOptions) {
     const url = `${secure ? 'https' : 'http'}://localhost${target}`;
     const request: RequestLike = { method: req.method ?? 'GET', url, headers: new NodeHeaders(req.headers), body: null, bufferedBody: body };
 
-    const reply = await app.handle(request, { ip, requestId, secure });
+    const reply = await app.handle(request, { ip, requestId, secure, arrived });
     // A flat [name, value, ...] list is node's cheapest header form; headers
     // and a string body then go out in one write.
     const flat: string[] = [];
@@ -98,7 +105,7 @@ const DRAIN_MS = 10_000;
  * would see a broken pipe instead of the 413. So the rest of the body is read
  * and discarded, within bounds, and the close is a graceful one.
  */
-function refuse(req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string): void {
+function refuseBody(req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string): void {
   const socket = req.socket;
   let drained = 0;
   const giveUp = () => socket.destroy();

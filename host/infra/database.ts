@@ -24,7 +24,20 @@ export interface OpenDatabase {
    * migrations (an index build may rightly run for minutes).
    */
   unbounded?: () => { db: Db; close(): Promise<void> };
+  /** What the pool holds right now, for the metrics listener (the embedded database has one connection). */
+  poolUse?: () => PoolUse;
+  /** Hands every statement's duration in seconds to `observe` (null stops), for the metrics listener. */
+  timeStatements?: (observe: StatementObserver | null) => void;
 }
+
+export interface PoolUse {
+  max: number;
+  open: number;
+  idle: number;
+  waiting: number;
+}
+
+export type StatementObserver = (seconds: number) => void;
 
 export interface PostgresOptions {
   url: string;
@@ -73,9 +86,8 @@ export function openPostgres(options: PostgresOptions): OpenDatabase {
   });
 
   const pool = guardedPool(new pg.Pool({ ...config(true), max: options.poolSize }), noteLost);
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: new DeadlinePool(pool, options.statementTimeoutMs + CLIENT_DEADLINE_GRACE_MS) }),
-  });
+  const deadlines = new DeadlinePool(pool, options.statementTimeoutMs + CLIENT_DEADLINE_GRACE_MS);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: deadlines }) });
 
   let probeClient: pg.Client | null = null;
   const dropProbeClient = () => {
@@ -112,6 +124,8 @@ export function openPostgres(options: PostgresOptions): OpenDatabase {
     },
     probe,
     onConnectionLost: (listener) => void lost.add(listener),
+    poolUse: () => ({ max: options.poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    timeStatements: (observe) => void (deadlines.observe = observe),
     unbounded: () => {
       const single = guardedPool(new pg.Pool({ ...config(false), max: 1 }), noteLost);
       const admin = new Kysely<Database>({ dialect: new PostgresDialect({ pool: single }) });
@@ -134,6 +148,9 @@ function guardedPool(pool: pg.Pool, onLost: (err: Error) => void): pg.Pool {
  * waiting on an answer that may never come.
  */
 class DeadlinePool implements PostgresPool {
+  /** Set while metrics are on: every statement's seconds, failed ones included. */
+  observe: StatementObserver | null = null;
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly deadlineMs: number,
@@ -145,8 +162,10 @@ class DeadlinePool implements PostgresPool {
     let broken: Error | undefined;
     return {
       query: ((sql: string, parameters: readonly unknown[]) => {
+        const observe = this.observe;
+        const sent = observe ? performance.now() : 0;
         const running = client.query(sql, parameters as unknown[]) as Promise<PostgresQueryResult<unknown>>;
-        return withDeadline(running, deadlineMs).catch((err) => {
+        return withDeadline(running, deadlineMs, observe ? () => observe((performance.now() - sent) / 1000) : undefined).catch((err) => {
           if (err instanceof DatabaseDeadlineError) {
             broken = err;
             destroyClient(client);
@@ -169,13 +188,14 @@ class DeadlinePool implements PostgresPool {
  * already read from the socket win over a timer that fired late because the
  * process itself was busy.
  */
-function withDeadline<T>(work: Promise<T>, deadlineMs: number): Promise<T> {
+function withDeadline<T>(work: Promise<T>, deadlineMs: number, done?: () => void): Promise<T> {
   let settled = false;
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
       setImmediate(() => {
         if (settled) return;
         settled = true;
+        done?.();
         reject(new DatabaseDeadlineError(deadlineMs));
       });
     }, deadlineMs);
@@ -183,12 +203,14 @@ function withDeadline<T>(work: Promise<T>, deadlineMs: number): Promise<T> {
       (value) => {
         clearTimeout(timer);
         if (settled) return;
+        done?.();
         settled = true;
         resolve(value);
       },
       (err) => {
         clearTimeout(timer);
         if (settled) return;
+        done?.();
         settled = true;
         reject(err);
       },
@@ -235,14 +257,32 @@ export async function openEmbedded(options: { dataDir?: string; image?: Blob; me
     ...(options.image ? { loadDataDir: options.image } : {}),
   });
   await lite.waitReady;
+  let observe: StatementObserver | null = null;
+  let running = 0;
   const db = new Kysely<Database>({
     dialect: serialDialect(
       async (text, params) => {
-        const r = await lite.query<Record<string, unknown>>(text, params as unknown[]);
-        return { rows: r.rows, ...(r.affectedRows !== undefined ? { affectedRows: r.affectedRows } : {}) };
+        const timed = observe;
+        const sent = timed ? performance.now() : 0;
+        running++;
+        try {
+          const r = await lite.query<Record<string, unknown>>(text, params as unknown[]);
+          return { rows: r.rows, ...(r.affectedRows !== undefined ? { affectedRows: r.affectedRows } : {}) };
+        } finally {
+          running--;
+          timed?.((performance.now() - sent) / 1000);
+        }
       },
       () => lite.close(),
     ),
   });
-  return { db, kind: 'embedded', close: () => db.destroy(), dump: () => lite.dumpDataDir('none') };
+  return {
+    db,
+    kind: 'embedded',
+    close: () => db.destroy(),
+    dump: () => lite.dumpDataDir('none'),
+    // One connection, busy while a statement runs; transactions queue in the driver, which keeps no count.
+    poolUse: () => ({ max: 1, open: 1, idle: running > 0 ? 0 : 1, waiting: 0 }),
+    timeStatements: (next) => void (observe = next),
+  };
 }

@@ -24,6 +24,8 @@ interface Window {
 export class WindowLimiter implements RateLimiter {
   readonly #windows = new Map<string, Window>();
   readonly #sweep: ReturnType<typeof setInterval>;
+  /** Told of every refusal (the metrics listener counts them by group); null when nobody listens. */
+  onRefused: ((group: RateLimitGroup) => void) | null = null;
 
   constructor(
     private readonly rules: Record<RateLimitGroup, RateRule>,
@@ -50,7 +52,10 @@ export class WindowLimiter implements RateLimiter {
     if (SLIDING.has(group)) {
       const log = w?.log ?? [];
       while (log.length > 0 && now - log[0]! >= rule.window) log.shift();
-      if (log.length >= rule.limit) return { ok: false, retryAfterMs: log[0]! + rule.window - now };
+      if (log.length >= rule.limit) {
+        this.onRefused?.(group);
+        return { ok: false, retryAfterMs: log[0]! + rule.window - now };
+      }
       if (spend) {
         log.push(now);
         if (!w) this.#windows.set(id, { start: now, count: 0, log });
@@ -64,7 +69,10 @@ export class WindowLimiter implements RateLimiter {
       w = { start: now, count: 0 };
       this.#windows.set(id, w);
     }
-    if (w.count >= rule.limit) return { ok: false, retryAfterMs: w.start + rule.window - now };
+    if (w.count >= rule.limit) {
+      this.onRefused?.(group);
+      return { ok: false, retryAfterMs: w.start + rule.window - now };
+    }
     if (spend) w.count++;
     return { ok: true, retryAfterMs: 0 };
   }

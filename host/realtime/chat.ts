@@ -113,13 +113,17 @@ export class ChatHost implements LiveChat {
     if (channel.buffer.length > CHANNEL_BUFFER) channel.buffer.shift();
     const text = JSON.stringify({ type: 'chat.message', payload: message });
     const reached = new Set<string>();
+    // Written to sockets: a chat.message frame each, and one delivery.
+    const sent = this.sessions?.metrics.frameOut('chat.message') ?? { n: 0 };
+    const before = sent.n;
     for (const [session, playerId] of channel.members) {
       if (session.playerId !== playerId) continue;
-      session.sendText(text);
+      session.sendText(text, sent);
       reached.add(playerId);
     }
     // A follower that also joined explicitly is not sent the message twice.
-    for (const playerId of this.#followers.get(message.channel_id) ?? []) if (!reached.has(playerId)) this.sessions?.pushText(playerId, text);
+    for (const playerId of this.#followers.get(message.channel_id) ?? []) if (!reached.has(playerId)) this.sessions?.pushText(playerId, text, sent);
+    if (this.sessions) this.sessions.metrics.chatDelivered.n += sent.n - before;
   }
 
   evict(playerId: string, channelId: string): void {

@@ -19,6 +19,7 @@ import {
 import { FrameGuard, isOversizedMarker, MAX_FRAGMENTS } from './frame-guard';
 import { forwardedFor, TrustedProxies } from '../http/adapter';
 import { Session, SessionRegistry } from './sessions';
+import { NO_METRICS, type MetricHooks } from '../metrics/registry';
 
 /** Socket limits: frame size, and frames per rate window. */
 export const MAX_FRAME_BYTES = 65_536;
@@ -59,7 +60,7 @@ interface FrameRoute {
  * one at a time in arrival order, so a reply never overtakes an earlier one.
  */
 export class Gateway {
-  readonly sessions = new SessionRegistry();
+  readonly sessions: SessionRegistry;
   readonly #routes = new Map<string, FrameRoute>();
   // The frame guard takes a payload length for a message size, true only uncompressed, and
   // stops holding a message's fragments at the count past which `ws` refuses them.
@@ -70,7 +71,11 @@ export class Gateway {
   #idleSweep: ReturnType<typeof setInterval> | null = null;
   #closing = false;
 
-  constructor(private readonly ctx: Ctx) {
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly metrics: MetricHooks = NO_METRICS,
+  ) {
+    this.sessions = new SessionRegistry(metrics);
     this.#origins = parseOrigins(ctx);
     this.#proxies = new TrustedProxies(ctx.settings.trusted_proxies);
     this.route(sessionConnect, (s, p) => this.#connect(s, p));
@@ -132,7 +137,7 @@ export class Gateway {
     if (!this.ctx.limits.take('ws_connect', `ip:${ip}`).ok) return void ws.close(1008, 'rate_limited');
     if (!this.#originAllowed(req.headers.origin)) return void ws.close(1008, 'origin_rejected');
 
-    const session = new Session(this.#nextId++, ws, ip, this.ctx.clock.now());
+    const session = new Session(this.#nextId++, ws, ip, this.ctx.clock.now(), this.metrics);
     this.sessions.add(session);
     session.idleAuthTimer = setTimeout(() => session.close(1008, 'idle_auth_timeout'), this.ctx.settings.ws_idle_auth_timeout_ms);
     session.idleAuthTimer.unref();
@@ -156,15 +161,25 @@ export class Gateway {
     // binaryType is the default 'nodebuffer', so every message is one Buffer.
     const buf = data as Buffer;
     const size = buf.byteLength;
+    // Messages refused before their type is read count with the undeclared types.
     // A message over the limit arrives as the guard's marker in its place; answered before the rate check, it spends no budget.
-    if (size > MAX_FRAME_BYTES || (isBinary && isOversizedMarker(buf))) return session.send(errorFrame(null, new FrameError('payload_too_large', { echoCid: false })));
+    if (size > MAX_FRAME_BYTES || (isBinary && isOversizedMarker(buf))) {
+      this.metrics.frameIn('');
+      return session.send(errorFrame(null, new FrameError('payload_too_large', { echoCid: false })));
+    }
     if (now - session.windowStart >= RATE_WINDOW_MS) {
       session.windowStart = now;
       session.windowCount = 0;
     }
-    if (session.windowCount >= FRAMES_PER_WINDOW) return session.send(errorFrame(null, new FrameError('rate_limited', { echoCid: false })));
+    if (session.windowCount >= FRAMES_PER_WINDOW) {
+      this.metrics.frameIn('');
+      return session.send(errorFrame(null, new FrameError('rate_limited', { echoCid: false })));
+    }
     session.windowCount++;
-    if (isBinary) return session.send(errorFrame(null, new FrameError('binary_uplink_unsupported', { echoCid: false })));
+    if (isBinary) {
+      this.metrics.frameIn('');
+      return session.send(errorFrame(null, new FrameError('binary_uplink_unsupported', { echoCid: false })));
+    }
 
     const text = buf.toString('utf8');
     if (session.busy) {
@@ -177,7 +192,11 @@ export class Gateway {
   /** Handles one frame; an asynchronous handler holds the socket's later frames until it settles. */
   #process(session: Session, text: string): void {
     const frame = parseClientFrame(text);
-    if (frame instanceof FrameError) return session.send(errorFrame(null, frame));
+    if (frame instanceof FrameError) {
+      this.metrics.frameIn('');
+      return session.send(errorFrame(null, frame));
+    }
+    this.metrics.frameIn(frame.type);
     const route = this.#routes.get(frame.type);
     if (!route || (route.contract.auth && session.playerId === null)) {
       return session.send(errorFrame(frame, new FrameError('unknown_type')));

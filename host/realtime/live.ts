@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { Ctx, LiveState } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
 import { availableParallelism } from 'node:os';
-import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type GameInfo, type JsonObject } from '../../runtime/lua/api';
+import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type FailureKind, type GameInfo, type JsonObject } from '../../runtime/lua/api';
 import type { Settings } from '../../runtime/contracts/settings';
 import { ChatHost } from './chat';
 import { MatchHost, type GameHandle } from './match/match-host';
@@ -13,10 +13,13 @@ import { RpcRegistry, type RpcHandler } from './rpc';
 import { awaitedScriptBindings, scriptBindings } from './script-bindings';
 import { Gateway } from './gateway';
 import { WorldHost } from './world/world-host';
+import { NO_METRICS, type MetricHooks } from '../metrics/registry';
 
 export interface LiveOptions {
   /** The loaded game directory; without one the node declares no modes. */
   game?: GameHandle | null;
+  /** The node's metric hooks; none when `metrics_port` is unset. */
+  metrics?: MetricHooks;
 }
 
 const NO_GAME: GameHandle = {
@@ -60,7 +63,8 @@ export class LiveHost implements LiveState {
   constructor(private readonly options: LiveOptions = {}) {}
 
   start(ctx: Ctx, server: Server): void {
-    const gateway = new Gateway(ctx);
+    const metrics = this.options.metrics ?? NO_METRICS;
+    const gateway = new Gateway(ctx, metrics);
     const game = this.options.game ?? NO_GAME;
     let matches: MatchHost | null = null;
     let worlds: WorldHost | null = null;
@@ -79,6 +83,10 @@ export class LiveHost implements LiveState {
       clock: ctx.clock,
       ids: ctx.ids,
       onEvent: (e) => {
+        if (e.k === 'failures') {
+          for (const [kind, count] of Object.entries(e.counts)) metrics.luaFailure(kind as FailureKind, count);
+          return;
+        }
         if ('worldId' in e) worlds?.onLaneEvent(e);
         else matches?.onLaneEvent(e);
       },

@@ -247,6 +247,7 @@ export class Matchmaker implements LiveMatchmaker {
         this.ctx.log.info('matchmaker_join_failed', { match_id: match.id, player_id: t.playerId, reason: err instanceof FrameError ? err.reason : String(err) });
       }
       this.sessions.push(t.playerId, { type: 'match.matched', payload: { match_id: match.id, players } });
+      this.sessions.metrics.matchmakerMatched(t.mode, this.ctx.clock.now() - t.submittedAt);
     }
   }
 

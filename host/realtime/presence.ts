@@ -82,6 +82,7 @@ export class PresenceHost implements LivePresence {
     const online = friends.filter((f) => this.sessions.isOnline(f));
     if (online.length === 0) return;
     const text = JSON.stringify({ type: 'presence.updated', payload: { player_id: playerId, status: presence.status, metadata: presence.metadata } });
-    for (const f of online) this.sessions.pushText(f, text);
+    const sent = this.sessions.metrics.frameOut('presence.updated');
+    for (const f of online) this.sessions.pushText(f, text, sent);
   }
 }

@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws';
 import type { ServerFrame } from '../../runtime/contracts/frames';
+import { NO_METRICS, type MetricHooks, type Tally } from '../metrics/registry';
 
 /**
  * Live sockets and who they belong to. A player may hold several sockets at
@@ -24,17 +25,21 @@ export class Session {
     readonly socket: WebSocket,
     readonly ip: string,
     now: number,
+    private readonly metrics: MetricHooks = NO_METRICS,
   ) {
     this.windowStart = now;
     this.lastInbound = now;
   }
 
   send(frame: ServerFrame): void {
-    this.sendText(JSON.stringify(frame));
+    this.sendText(JSON.stringify(frame), this.metrics.frameOut(frame.type));
   }
 
-  sendText(text: string): void {
-    if (this.socket.readyState === 1) this.socket.send(text);
+  /** `sent` counts the frame's type (MetricHooks.frameOut, resolved once per encoded frame). */
+  sendText(text: string, sent: Tally): void {
+    if (this.socket.readyState !== 1) return;
+    this.socket.send(text);
+    sent.n++;
   }
 
   close(code: number, reason: string): void {
@@ -46,6 +51,9 @@ export class SessionRegistry {
   readonly #byPlayer = new Map<string, Set<Session>>();
   readonly #all = new Set<Session>();
   readonly #goneListeners: ((playerId: string) => void)[] = [];
+
+  /** The node's metric hooks, for everything that writes to these sockets. */
+  constructor(readonly metrics: MetricHooks = NO_METRICS) {}
 
   get size(): number {
     return this.#all.size;
@@ -101,14 +109,15 @@ export class SessionRegistry {
     const set = this.#byPlayer.get(playerId);
     if (!set) return 0;
     const text = JSON.stringify(frame);
-    for (const s of set) s.sendText(text);
+    const sent = this.metrics.frameOut(frame.type);
+    for (const s of set) s.sendText(text, sent);
     return set.size;
   }
 
-  /** Like `push`, with the frame already encoded (one encoding for many players). */
-  pushText(playerId: string, text: string): void {
+  /** Like `push`, with the frame already encoded (one encoding for many players); `sent` as in `Session.sendText`. */
+  pushText(playerId: string, text: string, sent: Tally): void {
     const set = this.#byPlayer.get(playerId);
-    if (set) for (const s of set) s.sendText(text);
+    if (set) for (const s of set) s.sendText(text, sent);
   }
 
   /** Closes every socket of the player with a normal close and no frame. */

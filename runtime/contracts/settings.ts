@@ -218,6 +218,10 @@ const rawSchema = z
       .default({}),
     /** Development aid: check every REST answer and socket reply against its declared schema; a mismatch answers 500 `internal`. */
     response_checks: z.boolean().default(false),
+    /** Port of the separate `/metrics` listener (Prometheus text format); unset, nothing listens. 0 picks a free port. */
+    metrics_port: z.number().int().min(0).max(65535).optional(),
+    /** Address the metrics listener binds; loopback by default, since the figures are for the operator's scraper only. */
+    metrics_host: z.string().min(1).max(255).regex(/^[^\s/]+$/, 'must be an address or host name').default('127.0.0.1'),
     /**
      * The operator secret: a bearer for `/api/v1/ops/*` and the key minted
      * operator tokens are signed with (decision 0036). No default: unset, the

@@ -183,6 +183,8 @@ export interface ScriptServices {
   send(playerId: string, message: JsonValue): void;
   /** Optional domain bindings (7.6-7.9); absent namespaces are not registered. */
   bindings?: ScriptBindings;
+  /** Told of every failed callback, including those the `script_log` limit keeps out of the log (the host counts them). */
+  failed?(kind: FailureKind): void;
 }
 
 /** An instance (a match, a world and its zones) has players to broadcast to. */

@@ -197,6 +197,7 @@ export abstract class ScriptInstance<Callback extends string> {
   /** `lua_callback_failed`, 3 lines per 10 s per call site (group `script_log`). */
   protected report(callback: Callback | 'reload', kind: FailureKind, message: string): void {
     if (isLimitKind(kind)) this.#limitFailure = { callback, kind };
+    this.services.failed?.(kind);
     const site = `${this.file}:${callback}`;
     if (!this.services.limits.take('script_log', site).ok) {
       this.#suppressed.set(site, (this.#suppressed.get(site) ?? 0) + 1);

@@ -135,6 +135,7 @@ export class ScriptRpc {
 
   /** `lua_callback_failed`, rate-limited per call site like a match's (group `script_log`). */
   #report(callback: string, kind: FailureKind, message: string): void {
+    this.#services.failed?.(kind);
     const site = `${RPC_SCRIPT}:${callback}`;
     if (!this.#services.limits.take('script_log', site).ok) {
       this.#suppressed.set(site, (this.#suppressed.get(site) ?? 0) + 1);

@@ -20,6 +20,7 @@ import type { ScriptPool } from './pool';
 import { scriptSend } from '../script-bindings';
 import { MatchVotes } from './votes';
 import type { Session, SessionRegistry } from '../sessions';
+import type { Tally } from '../../metrics/registry';
 import type { Gateway, Reply } from '../gateway';
 
 export { TICK_MS };
@@ -248,6 +249,7 @@ export class MatchHost implements LiveMatches {
   readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
   readonly #send: ReturnType<typeof scriptSend>;
   readonly #votes: MatchVotes;
+  readonly #stateSent: Tally;
   #skippedSinceLog = 0;
   #skipLoggedAt = 0;
 
@@ -265,6 +267,7 @@ export class MatchHost implements LiveMatches {
       () => pool.flush(),
     );
     this.#send = scriptSend(sessions);
+    this.#stateSent = sessions.metrics.frameOut('match.state');
     this.#votes = new MatchVotes(ctx, sessions, pool, (playerId) => this.#byPlayer.get(playerId));
     // A player whose last socket closed leaves the match (no reconnect grace for matches).
     sessions.onPlayerGone((playerId) => this.leave(playerId));
@@ -425,7 +428,7 @@ export class MatchHost implements LiveMatches {
   }
 
   /** What the lanes report: state frames, script effects, finished matches. */
-  onLaneEvent(e: Exclude<LaneEvent, { worldId: string }>): void {
+  onLaneEvent(e: Exclude<LaneEvent, { worldId: string } | { k: 'failures' }>): void {
     switch (e.k) {
       case 'log':
         return this.ctx.log[e.level](e.event, e.fields);
@@ -440,9 +443,10 @@ export class MatchHost implements LiveMatches {
       case 'state':
         match.inFlight = false;
         this.#lateness.record(e.lateMs);
+        this.sessions.metrics.tickLateness(e.lateMs);
         if (match.status !== 'running') return;
-        if (e.shared !== null) return this.#toRoster(match, e.shared);
-        for (const [playerId, text] of e.views) if (match.roster.has(playerId)) this.sessions.pushText(playerId, text);
+        if (e.shared !== null) return this.#toRoster(match, e.shared, this.#stateSent);
+        for (const [playerId, text] of e.views) if (match.roster.has(playerId)) this.sessions.pushText(playerId, text, this.#stateSent);
         return;
       case 'skipped':
         match.inFlight = false;
@@ -452,7 +456,7 @@ export class MatchHost implements LiveMatches {
         if (match.status !== 'finished') this.#finish(match, e.result);
         return;
       case 'broadcast':
-        return this.#toRoster(match, e.text);
+        return this.#toRoster(match, e.text, this.sessions.metrics.frameOutOf(e.text));
       case 'joinable':
         match.joinable = e.joinable;
         return;
@@ -543,7 +547,10 @@ export class MatchHost implements LiveMatches {
 
   /** Counted in the lateness histogram; logged at most once per SKIP_LOG_EVERY_MS with the count since. */
   #skipped(ticks: number): void {
-    for (let i = 0; i < ticks; i++) this.#lateness.skip();
+    for (let i = 0; i < ticks; i++) {
+      this.#lateness.skip();
+      this.sessions.metrics.tickLateness(TICK_MS);
+    }
     this.#skippedSinceLog += ticks;
     const now = Date.now();
     if (now - this.#skipLoggedAt < SKIP_LOG_EVERY_MS) return;
@@ -559,7 +566,7 @@ export class MatchHost implements LiveMatches {
     this.pool.release(match.id);
     this.#votes.end(match);
     const finishedAt = new Date(this.ctx.clock.now());
-    this.#toRoster(match, JSON.stringify({ type: 'match.finished', payload: { match_id: match.id, result } }));
+    this.#toRoster(match, JSON.stringify({ type: 'match.finished', payload: { match_id: match.id, result } }), this.sessions.metrics.frameOut('match.finished'));
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
     this.ctx.log.info('match_finished', { match_id: match.id, mode: match.mode.name, players: match.roster.size, status: result.status ?? null, reason: result.reason ?? null });
     recordFinishedMatch(this.ctx.db, {
@@ -591,8 +598,8 @@ export class MatchHost implements LiveMatches {
     this.ctx.log.info('match_stopped', { match_id: match.id, reason: why });
   }
 
-  #toRoster(match: LiveMatch, text: string): void {
-    for (const playerId of match.roster) this.sessions.pushText(playerId, text);
+  #toRoster(match: LiveMatch, text: string, sent: Tally): void {
+    for (const playerId of match.roster) this.sessions.pushText(playerId, text, sent);
   }
 
   #listing(m: LiveMatch): MatchListing {

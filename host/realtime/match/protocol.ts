@@ -5,7 +5,7 @@
  * someone awaits go at once); the lane answers each batch with one list of
  * events in the order the scripts caused them.
  */
-import type { JoinResult, JsonObject, JsonValue, ModeInfo, ScriptRpcResult } from '../../../runtime/lua/api';
+import type { FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptRpcResult } from '../../../runtime/lua/api';
 import type { MessagePort } from 'node:worker_threads';
 import type { LogFields, LogLevel } from '../../../runtime/platform/log';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
@@ -46,6 +46,8 @@ export type LaneEvent =
   | { k: 'send'; playerId: string; message: JsonValue }
   | { k: 'joinable'; matchId: string; joinable: boolean }
   | { k: 'log'; level: LogLevel; event: string; fields: LogFields }
+  /** Failed Lua callbacks of one batch by reason class, logged or not (the metrics listener counts them). */
+  | { k: 'failures'; counts: Partial<Record<FailureKind, number>> }
   /**
    * A tick ran `lateMs` after it was due. `shared`: one `match.state` frame
    * for everybody; otherwise `views` holds one frame per player.

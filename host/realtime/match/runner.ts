@@ -7,7 +7,7 @@
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { LogFields, LogLevel, Logger } from '../../../runtime/platform/log';
-import type { Budgets, JsonObject, ModeInfo, ScriptBindings, ScriptSource } from '../../../runtime/lua/api';
+import type { Budgets, FailureKind, JsonObject, ModeInfo, ScriptBindings, ScriptSource } from '../../../runtime/lua/api';
 import { getHeapStatistics } from 'node:v8';
 import { MatchVm } from '../../../runtime/lua/match';
 import { installHeapMeter } from '../../../runtime/lua/vm';
@@ -62,6 +62,12 @@ export class ScriptRunner {
   readonly #matches = new Map<string, RunnerMatch>();
   readonly #worlds = new Map<string, LaneWorld>();
   #events: LaneEvent[] = [];
+  /** Failed callbacks of the batch being run; one event carries them back with the batch's other events. */
+  #failures: Partial<Record<FailureKind, number>> | null = null;
+  readonly #failed = (kind: FailureKind): void => {
+    const counts = (this.#failures ??= {});
+    counts[kind] = (counts[kind] ?? 0) + 1;
+  };
   readonly #log: Logger;
   readonly #rpc: ScriptRpc | null;
 
@@ -78,6 +84,7 @@ export class ScriptRunner {
             ids: options.ids,
             send: (playerId, message) => this.#events.push({ k: 'send', playerId, message }),
             bindings: options.bindings,
+            failed: this.#failed,
           },
         })
       : null;
@@ -97,6 +104,10 @@ export class ScriptRunner {
         this.#log.error('script_command_failed', { op: command.op, error: err instanceof Error ? err.message : String(err) });
         if ('req' in command) this.#answer(command.req, command.op === 'create' ? { ok: false } : { ok: false, unknown: false, refused: false, kind: 'error', message: 'internal' });
       }
+    }
+    if (this.#failures) {
+      this.#events.push({ k: 'failures', counts: this.#failures });
+      this.#failures = null;
     }
     const out = this.#events;
     this.#events = [];
@@ -194,6 +205,7 @@ export class ScriptRunner {
         ids: this.options.ids,
         bindings: this.options.bindings,
         send: (playerId, message) => this.#events.push({ k: 'send', playerId, message }),
+        failed: this.#failed,
       },
       recovery,
     );
@@ -263,6 +275,7 @@ export class ScriptRunner {
           broadcast: (leaf, payload) =>
             this.#events.push({ k: 'broadcast', matchId, text: `{"type":${JSON.stringify(`match.${leaf}`)},"payload":${JSON.stringify(payload)}}` }),
           send: (playerId, message) => this.#events.push({ k: 'send', playerId, message }),
+          failed: this.#failed,
           setJoinable: (joinable) => this.#events.push({ k: 'joinable', matchId, joinable }),
         },
       });

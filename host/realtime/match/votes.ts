@@ -191,7 +191,9 @@ export class MatchVotes {
   }
 
   #toRoster(match: VotingMatch, leaf: string, payload: object): void {
-    const text = JSON.stringify({ type: `${pushPrefix(match)}.${leaf}`, payload });
-    for (const playerId of match.roster) this.sessions.pushText(playerId, text);
+    const type = `${pushPrefix(match)}.${leaf}`;
+    const text = JSON.stringify({ type, payload });
+    const sent = this.sessions.metrics.frameOut(type);
+    for (const playerId of match.roster) this.sessions.pushText(playerId, text, sent);
   }
 }

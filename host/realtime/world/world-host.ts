@@ -406,8 +406,11 @@ export class WorldHost implements LiveWorlds {
         if (e.phase) world.phase = e.phase;
         for (const [text, players] of e.out.sends) {
           if (players === null) this.#toRoster(world, text);
-          // A joiner's keyframes come before its join is answered.
-          else for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.sessions.pushText(p, text);
+          else {
+            const sent = this.sessions.metrics.frameOutOf(text);
+            // A joiner's keyframes come before its join is answered.
+            for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.sessions.pushText(p, text, sent);
+          }
         }
         for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
         return;
@@ -545,7 +548,8 @@ export class WorldHost implements LiveWorlds {
   }
 
   #toRoster(world: LiveWorld, text: string): void {
-    for (const playerId of world.roster) if (!world.detached.has(playerId)) this.sessions.pushText(playerId, text);
+    const sent = this.sessions.metrics.frameOutOf(text);
+    for (const playerId of world.roster) if (!world.detached.has(playerId)) this.sessions.pushText(playerId, text, sent);
   }
 
   #listing(w: LiveWorld): WorldListing {

@@ -9,7 +9,7 @@
 import type { RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { Logger } from '../../../runtime/platform/log';
-import type { Budgets, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/api';
+import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/api';
 import { lua } from '../../../runtime/lua/vm';
 import { isObjectJson } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';
@@ -43,6 +43,8 @@ export interface WorldRunOptions {
   bindings: ScriptBindings;
   /** `game.send` from any of the world's VMs. */
   send(playerId: string, message: JsonValue): void;
+  /** Every failed callback of the world's VMs (ScriptServices.failed). */
+  failed?(kind: FailureKind): void;
 }
 
 /** What a persistent world left in the database, to start from after a restart. */
@@ -163,6 +165,7 @@ export class WorldRun {
       ids: options.ids,
       bindings: options.bindings,
       send: options.send,
+      ...(options.failed ? { failed: options.failed } : {}),
       broadcast: (leaf, payload) => {
         if (ref.run) ref.run.#broadcast(leaf, payload);
       },
@@ -514,6 +517,7 @@ export class WorldRun {
       ids: o.ids,
       bindings: o.bindings,
       send: o.send,
+      ...(o.failed ? { failed: o.failed } : {}),
       broadcast: (leaf, payload) => this.#broadcast(leaf, payload),
       terrain: this.#terrainAccess(),
       spawn: (template, sx, sy, overrides) => {
