@@ -58,6 +58,17 @@ async function main(): Promise<void> {
   }
   const log = jsonLogger((line) => process.stdout.write(line + '\n'), config.settings.log_level);
   for (const n of config.notices) log.warn('setting_notice', { key: n.key, message: n.message });
+  // A signal during boot is kept and acted on once the host exists: the
+  // data directory and the database are left the way a shutdown leaves them.
+  let signalled: string | null = null;
+  const early = (signal: string) => () => {
+    signalled ??= signal;
+    log.info('signal', { signal, during: 'boot' });
+  };
+  const earlyTerm = early('SIGTERM');
+  const earlyInt = early('SIGINT');
+  process.on('SIGTERM', earlyTerm);
+  process.on('SIGINT', earlyInt);
 
   let opened: OpenDatabase | null = null;
   const openDatabase = async (): Promise<OpenDatabase> => {
@@ -160,8 +171,11 @@ async function main(): Promise<void> {
   };
   process.on('uncaughtException', stray('uncaught_exception'));
   process.on('unhandledRejection', stray('unhandled_rejection'));
+  process.off('SIGTERM', earlyTerm);
+  process.off('SIGINT', earlyInt);
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  if (signalled) stop(signalled);
 }
 
 main().catch((err) => {

@@ -50,6 +50,18 @@ describe('boot of the production host', () => {
     await third.ready(60_000);
   }, 150_000);
 
+  it('a SIGTERM during boot stops the node cleanly once it is up (exit 0), and the next process takes the directory', async () => {
+    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-early-')), 'data');
+    const first = await host({ SVC_DATA_DIR: dir });
+    // A fresh embedded directory takes seconds to initialise: a signal then lands inside the boot.
+    await until(async () => (first.events.get('data_dir_initialising') ? true : undefined), 30_000);
+    first.proc.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(first.events.get('shutdown_complete')).toBe(1);
+    const next = await host({ SVC_DATA_DIR: dir });
+    await next.ready(60_000);
+  }, 150_000);
+
   it('takes over a lock whose holder is gone (a crash or a kill)', async () => {
     const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-lock-')), 'data');
     const first = await host({ SVC_DATA_DIR: dir });
