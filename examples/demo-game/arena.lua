@@ -39,12 +39,15 @@ end
 local PRIZE = 10
 
 local function finish(state, result)
+  -- The outcome first: a binding that waits on the database can outlast the
+  -- callback's deadline, which stops the callback where it is, and the state
+  -- keeps only what was written before.
+  state._result = result
   state._finished = true
   if result.winner and game.economy then
     local paid = game.economy.grant(result.winner, "coins", PRIZE, "arena_win")
     if paid.error then game.log("warn", "prize not paid", { reason = paid.error }) end
   end
-  state._result = result
 end
 
 -- init(config) -> state. config = {match_id, mode} plus the operator's
