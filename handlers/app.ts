@@ -10,6 +10,7 @@ import { readiness } from './pipeline/readiness';
 import { requestLog } from './pipeline/request-log';
 import { securityHeaders } from './pipeline/security-headers';
 import { allRoutes } from './routes';
+import { extensionActionRoutes } from './routes/ops/extensions';
 
 export interface RequestMeta {
   /** Peer address as the host determined it (after its trusted-proxy rule). */
@@ -51,7 +52,8 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes(), served?: Serv
     catch: errorObject(ctx),
     finally: [securityHeaders, cors(origins), requestLog(ctx)],
   };
-  const dispatch = routerFor(routes, ctx, hooks);
+  // Extension actions exist only once the host loaded the extensions, so they join here rather than in allRoutes().
+  const dispatch = routerFor([...routes, ...extensionActionRoutes(ctx.extensions)], ctx, hooks);
 
   async function handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse> {
     const call: Call = {

@@ -7,6 +7,7 @@ import type { Logger } from '../runtime/platform/log';
 import { passwordHasher } from '../runtime/accounts/passwords';
 import type { Settings } from '../runtime/contracts/settings';
 import { loadClientGate } from './infra/client-gate';
+import { loadExtensions } from './infra/extensions';
 import type { OpenDatabase } from './infra/database';
 import { DatabaseWatch } from './infra/database-watch';
 import { WindowLimiter } from './infra/rate-limiter';
@@ -57,6 +58,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     ttlMs: settings.auth_cache_ttl_ms,
   });
   const clientGate = await loadClientGate(settings.client_gate);
+  const extensions = await loadExtensions(settings.extensions, { db: database.db, log, clock });
   // Leave a core to the event loop: a storm of logins queues for the others.
   const passwords = passwordHasher({
     iterations: () => settings.pbkdf2_iterations,
@@ -100,6 +102,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     receipts,
     leaderboards: new Leaderboards(settings),
     ...(options.probe ? { probe: options.probe } : {}),
+    extensions,
   };
   return { ctx, limits, watch, markReady: () => (ready = true) };
 }

@@ -99,6 +99,11 @@ export class LiveHost implements LiveState {
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
     const rpc = new RpcRegistry(ctx);
     rpc.mount(RPC_NAMESPACE, scriptRpcHandler(pool));
+    for (const ext of ctx.extensions?.list ?? []) {
+      for (const [name, method] of Object.entries(ext.rpc ?? {})) {
+        rpc.register(`${ext.name}.${name}`, (params, call) => method.handle(params, { playerId: call.playerId }), method.codes ? { codes: method.codes } : {});
+      }
+    }
     matches.attach(gateway);
     matchmaker.attach(gateway);
     rpc.attach(gateway);

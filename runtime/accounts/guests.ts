@@ -315,7 +315,7 @@ export async function eraseInactiveGuest(ctx: Ctx, playerId: string, cutoff: Dat
     if (!row || !row.is_unclaimed || row.last_seen === null || (cutoff !== null && new Date(row.last_seen).getTime() >= cutoff.getTime())) {
       return 'skipped' as const;
     }
-    await erasePlayer(trx, playerId);
+    await erasePlayer(trx, playerId, ctx.extensions);
     return 'deleted' as const;
   });
   if (outcome === 'deleted') await afterCommit(ctx, { kind: 'player_sessions_ended', playerId }, { kind: 'player_erased', playerId });

@@ -13,6 +13,7 @@ import type { ReceiptVerifiers } from '../receipts/stores';
 import type { Leaderboards } from '../leaderboards/leaderboards';
 import type { NodeProbe } from '../ops/stats';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
+import type { InstalledExtensions } from '../extensions/installed';
 
 /**
  * The seam between the host-neutral handler library and whatever hosts it.
@@ -67,6 +68,8 @@ export interface Ctx {
   leaderboards: Leaderboards;
   /** The host's measurements of its own process for `/ops/stats`; a host that keeps none leaves it out and those figures answer null. */
   probe?: NodeProbe;
+  /** The operator's extensions (setting `extensions`), loaded and checked at boot; a host without any leaves it out. */
+  extensions?: InstalledExtensions;
 }
 
 /** What REST handlers and other host services may reach of the real-time host. */

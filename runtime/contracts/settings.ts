@@ -233,6 +233,8 @@ const rawSchema = z
       .max(512)
       .regex(/^[\x21-\x7e]+$/, 'must be visible ASCII without spaces')
       .optional(),
+    /** Extension module paths (runtime/extensions/extension.ts), loaded in this order; one that fails to load stops the boot. */
+    extensions: z.array(z.string().min(1)).default([]),
   })
   .strict();
 

@@ -28,7 +28,7 @@ export async function eraseByOperator(ctx: Ctx, actor: AuditActor, playerId: str
       const current = await trx.selectFrom('players').select('username').where('id', '=', playerId).forUpdate().executeTakeFirst();
       if (!current) return 'gone' as const;
       if (current.username !== username) return 'renamed' as const;
-      const rows = await erasePlayer(trx, playerId);
+      const rows = await erasePlayer(trx, playerId, ctx.extensions);
       await writeAudit(trx, ctx, {
         actor,
         action: 'player.erase',

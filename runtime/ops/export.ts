@@ -3,6 +3,7 @@ import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { Database } from '../contracts/schema';
 import { isoSeconds } from '../platform/database';
+import { ExtensionExportFailed } from '../extensions/installed';
 
 /**
  * `GET /ops/players/:id/export`: everything the service holds about one
@@ -175,7 +176,7 @@ export interface PlayerExport {
   player_id: string;
   exported_at: string;
   tables: Record<string, ExportRow[]>;
-  /** Keyed by installed extension: its data or a skipped marker. No extension is installed yet. */
+  /** Keyed by installed extension: its data, or `EXPORT_SKIPPED` for one without an export hook. */
   extensions: Record<string, unknown>;
 }
 
@@ -195,10 +196,10 @@ class TableReadFailed extends Error {
  * read answers 500 `ops.export_incomplete` and nothing else: a partial export
  * would look complete to whoever receives it.
  */
-export async function exportPlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'log'>, playerId: string, actorId: string): Promise<PlayerExport> {
-  let tables: Record<string, ExportRow[]> | null;
+export async function exportPlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'log' | 'extensions'>, playerId: string, actorId: string): Promise<PlayerExport> {
+  let read: { tables: Record<string, ExportRow[]>; extensions: Record<string, unknown> } | null;
   try {
-    tables = await ctx.db
+    read = await ctx.db
       .transaction()
       .setIsolationLevel('repeatable read')
       .execute(async (trx) => {
@@ -206,17 +207,24 @@ export async function exportPlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'log'>, playe
         if (!exists) return null;
         const out: Record<string, ExportRow[]> = {};
         for (const t of EXPORT_TABLES) out[t.table] = await readTable(trx, t, playerId);
-        return out;
+        // In the same snapshot, so an extension's part agrees with the tables.
+        const extensions = (await ctx.extensions?.exportAll(trx, playerId)) ?? {};
+        return { tables: out, extensions };
       });
   } catch (err) {
     const table = err instanceof TableReadFailed ? err.table : null;
-    const cause = err instanceof TableReadFailed ? err.cause : err;
-    ctx.log.error('ops_export_failed', { player_id: playerId, actor_id: actorId, table, error: cause instanceof Error ? cause.message : String(cause) });
-    throw new ApiError('ops.export_incomplete', 'The export could not read everything held about the player; nothing was returned.', table ? { table } : {});
+    const extension = err instanceof ExtensionExportFailed ? err.extension : null;
+    const cause = err instanceof TableReadFailed || err instanceof ExtensionExportFailed ? err.cause : err;
+    ctx.log.error('ops_export_failed', { player_id: playerId, actor_id: actorId, table, extension, error: cause instanceof Error ? cause.message : String(cause) });
+    throw new ApiError(
+      'ops.export_incomplete',
+      'The export could not read everything held about the player; nothing was returned.',
+      table ? { table } : extension ? { extension } : {},
+    );
   }
-  if (!tables) throw new ApiError('ops.not_found', 'No such player.');
+  if (!read) throw new ApiError('ops.not_found', 'No such player.');
   ctx.log.info('ops_player_exported', { player_id: playerId, actor_id: actorId });
-  return { player_id: playerId, exported_at: isoSeconds(new Date(ctx.clock.now()))!, tables, extensions: {} };
+  return { player_id: playerId, exported_at: isoSeconds(new Date(ctx.clock.now()))!, tables: read.tables, extensions: read.extensions };
 }
 
 async function readTable(trx: Transaction<Database>, t: ExportTable, playerId: string): Promise<ExportRow[]> {

@@ -13,7 +13,7 @@ import type { Features } from '../schemas/ops';
 
 export const CORE_NAME = 'svc';
 
-export function features(ctx: Pick<Ctx, 'settings' | 'game' | 'identity'>): Features {
+export function features(ctx: Pick<Ctx, 'settings' | 'game' | 'identity' | 'extensions'>): Features {
   const s = ctx.settings;
   const on: [string, boolean][] = [
     ['lua', true],
@@ -36,6 +36,7 @@ export function features(ctx: Pick<Ctx, 'settings' | 'game' | 'identity'>): Feat
   ];
   return {
     core: { name: CORE_NAME, version, capabilities: on.map(([name, enabled]) => ({ name, enabled })) },
-    extensions: [],
+    // An extension's capabilities are the seams its manifest declares (checked at boot against what it provides).
+    extensions: (ctx.extensions?.list ?? []).map((e) => ({ name: e.name, version: e.version, capabilities: e.seams.map((name) => ({ name, enabled: true })) })),
   };
 }

@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../contracts/schema';
+import type { InstalledExtensions } from '../extensions/installed';
 
 /**
  * Erasing a player (self-erase, operator erase, guest reaping) is
@@ -50,9 +51,12 @@ export type ErasureCounts = Record<string, number>;
  * Removes the player and everything registered as theirs, inside the
  * caller's transaction (the caller writes its audit row in the same one and
  * evicts cached tokens after commit). A player already gone yields
- * `players: 0`.
+ * `players: 0`. Installed extensions erase first, so one refusing (it
+ * throws) rolls the erasure back before any core row is touched; the
+ * parameter is required so no path can erase without asking them.
  */
-export async function erasePlayer(trx: Transaction<Database>, playerId: string): Promise<ErasureCounts> {
+export async function erasePlayer(trx: Transaction<Database>, playerId: string, extensions: InstalledExtensions | undefined): Promise<ErasureCounts> {
+  await extensions?.eraseAll(trx, playerId);
   const counts: ErasureCounts = {};
   const ordered = [
     ...registry.filter((e) => e.via),

@@ -94,7 +94,7 @@ export async function eraseSelf(ctx: Ctx, playerId: string, { password }: EraseC
         .executeTakeFirst();
       if (!current) return 'gone' as const;
       if (current.hashed_password !== player.hashed_password) return 'changed' as const;
-      const rows = await erasePlayer(trx, playerId);
+      const rows = await erasePlayer(trx, playerId, ctx.extensions);
       await writeAudit(trx, ctx, {
         actor: { id: playerId, display: playerId, source: 'player' },
         action: 'player.erase',

@@ -209,7 +209,7 @@ export const PlayerExport = z.object({
   player_id: Uuid,
   exported_at: IsoTime,
   tables: z.strictObject(Object.fromEntries(EXPORT_TABLES.map((t) => [t.table, exportRows(t)]))),
-  extensions: z.record(z.string(), z.unknown()).meta({ description: 'per installed extension, its exported data or a skipped marker; empty while none is installed' }),
+  extensions: z.record(z.string(), z.unknown()).meta({ description: 'per installed extension (by name), its exported data, or `{skipped: true, reason: "no_export_hook"}` for one without an export hook; empty when none is installed' }),
 });
 
 /** The operator's confirmation: the player's username, echoed. Absent or not a string is 400 `ops.confirmation_required`. */

@@ -1,0 +1,176 @@
+import type { Transaction } from 'kysely';
+import type { Clock } from '../contracts/context';
+import type { ErrorCode } from '../contracts/errors';
+import type { Database } from '../contracts/schema';
+import type { Db } from '../platform/database';
+import type { Logger } from '../platform/log';
+import { CAPABILITIES, type Capability } from '../ops/operators';
+
+/**
+ * What an extension module default-exports. Extensions are trusted code the
+ * operator installs (setting `extensions`, a list of module paths); the host
+ * checks each manifest at boot and refuses to start on a bad one, since a
+ * half-installed extension would fail open (an erasure that skips its data,
+ * an action nobody guards).
+ *
+ * Every seam an extension provides must be named in `seams`, and every named
+ * seam provided: the list is what `/ops/features` reports, so it cannot be
+ * allowed to drift from what actually runs.
+ */
+export interface Extension {
+  /** 1-32 of `a-z 0-9 _`, starting with a letter: the RPC namespace, the `/ops/ext/<name>` segment and the domain of its error codes. */
+  name: string;
+  /** Free text of 1-64 printable characters, reported by `/ops/features`. */
+  version: string;
+  seams: ExtensionSeam[];
+  /** `rpc.call` methods, served as `<name>.<method>` (socket and `POST /api/v1/rpc/<name>.<method>`). */
+  rpc?: Record<string, ExtensionRpcMethod>;
+  /** Operator actions under `/api/v1/ops/ext/<name>/<action>`. */
+  actions?: Record<string, ExtensionAction>;
+  /** The player's data for `GET /ops/players/:id/export`, under `extensions.<name>`. */
+  export?: (playerId: string, on: ExtensionDataCall) => unknown;
+  /**
+   * Runs first inside every erasure's transaction (operator, self-erase,
+   * guest purge and reaping). Throwing `ExtensionRefusal` (or anything)
+   * aborts the whole erasure: the player survives intact. Work done outside
+   * `on.trx` does not roll back with it, so keep it in the transaction or
+   * make it safe to repeat.
+   */
+  erase?: (playerId: string, on: ExtensionDataCall) => void | Promise<void>;
+  /** Called once at boot with what the host lends extensions. */
+  setup?: (host: ExtensionHost) => void | Promise<void>;
+}
+
+export const EXTENSION_SEAMS = ['rpc', 'actions', 'export', 'erase'] as const;
+export type ExtensionSeam = (typeof EXTENSION_SEAMS)[number];
+
+export type ActionMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export const ACTION_METHODS: readonly ActionMethod[] = ['GET', 'POST', 'PUT', 'DELETE'];
+
+export interface ExtensionAction {
+  method: ActionMethod;
+  /** The one capability class an operator credential needs, as on every ops route. */
+  capability: Capability;
+  /**
+   * The codes this action may fail with, each `<extension>.<reason>` mapped
+   * to its HTTP status (400-599). Any other failure answers 500 `internal`.
+   */
+  errors?: Record<string, number>;
+  /**
+   * `GET`: the query string as a map (first value of a repeated key); other
+   * methods: the JSON body, an object. Returns the response body (an
+   * object, sent without an envelope); throws `ExtensionError` to fail.
+   */
+  handle(input: Record<string, unknown>, call: ActionCall): unknown;
+}
+
+export interface ActionCall {
+  /** Who called, as the audit trail names them. */
+  operator: { id: string; display: string; source: string; attested: boolean };
+}
+
+export interface ExtensionRpcMethod {
+  /** Core codes the method may fail with (an `ApiError` with any other answers `internal`). */
+  codes?: ErrorCode[];
+  /** Returns the result object (or nothing for `{}`); throws `ApiError` with a code in `codes` to fail. */
+  handle(params: Record<string, unknown>, call: { playerId: string }): unknown;
+}
+
+export interface ExtensionDataCall {
+  /** The export's read snapshot or the erasure's transaction. */
+  trx: Transaction<Database>;
+}
+
+export interface ExtensionHost {
+  db: Db;
+  log: Logger;
+  clock: Clock;
+}
+
+/** A failure an action declared: answered with its code, status and details. */
+export class ExtensionError extends Error {
+  constructor(
+    readonly code: string,
+    message?: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message ?? code);
+    this.name = 'ExtensionError';
+  }
+}
+
+/** An erase hook's refusal; the reason goes to the log. */
+export class ExtensionRefusal extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'ExtensionRefusal';
+  }
+}
+
+const NAME = /^[a-z][a-z0-9_]{0,31}$/;
+/** RPC namespaces the core serves itself (game scripts, the datagram stubs) and its own name. */
+const RESERVED = ['game', 'asobi', 'svc'];
+const MEMBER = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Every problem with a manifest, as one line each. Empty means sound. The
+ * module is taken as untyped input: it was compiled separately, if at all.
+ */
+export function manifestProblems(value: unknown): string[] {
+  if (value === null || typeof value !== 'object') return ['the default export is not an extension object'];
+  const ext = value as Record<string, unknown>;
+  const problems: string[] = [];
+  const name = typeof ext.name === 'string' && NAME.test(ext.name) ? ext.name : null;
+  if (!name) problems.push('name must be 1-32 of a-z 0-9 _ starting with a letter');
+  if (name && RESERVED.includes(name)) problems.push(`name ${name} is reserved`);
+  if (typeof ext.version !== 'string' || !/^[\x20-\x7e]{1,64}$/.test(ext.version)) problems.push('version must be 1-64 printable characters');
+  const seams = Array.isArray(ext.seams) ? ext.seams : null;
+  if (!seams) problems.push('seams must be a list');
+  for (const seam of seams ?? []) if (!(EXTENSION_SEAMS as readonly unknown[]).includes(seam)) problems.push(`unknown seam ${String(seam)}`);
+  const provided: Record<ExtensionSeam, boolean> = {
+    rpc: ext.rpc !== undefined,
+    actions: ext.actions !== undefined,
+    export: ext.export !== undefined,
+    erase: ext.erase !== undefined,
+  };
+  for (const seam of EXTENSION_SEAMS) {
+    const declared = seams?.includes(seam) ?? false;
+    if (provided[seam] && !declared) problems.push(`provides ${seam} without declaring it in seams`);
+    if (declared && !provided[seam]) problems.push(`declares seam ${seam} without providing it`);
+  }
+  for (const hook of ['export', 'erase', 'setup'] as const) {
+    if (ext[hook] !== undefined && typeof ext[hook] !== 'function') problems.push(`${hook} must be a function`);
+  }
+  problems.push(...membersProblems(ext.rpc, 'rpc', (method, key) => (typeof method.handle === 'function' ? [] : [`rpc.${key}.handle must be a function`])));
+  problems.push(...membersProblems(ext.actions, 'actions', (action, key) => actionProblems(action, key, name)));
+  return problems;
+}
+
+function membersProblems(value: unknown, field: string, check: (member: Record<string, unknown>, key: string) => string[]): string[] {
+  if (value === undefined) return [];
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return [`${field} must be an object`];
+  const problems: string[] = [];
+  for (const [key, member] of Object.entries(value)) {
+    if (!MEMBER.test(key)) problems.push(`${field} name ${key} must be 1-64 of A-Z a-z 0-9 _ -`);
+    if (member === null || typeof member !== 'object') problems.push(`${field}.${key} must be an object`);
+    else problems.push(...check(member as Record<string, unknown>, key));
+  }
+  return problems;
+}
+
+function actionProblems(action: Record<string, unknown>, key: string, name: string | null): string[] {
+  const problems: string[] = [];
+  if (!(ACTION_METHODS as readonly unknown[]).includes(action.method)) problems.push(`actions.${key}.method must be one of ${ACTION_METHODS.join(', ')}`);
+  if (!(CAPABILITIES as readonly unknown[]).includes(action.capability)) problems.push(`actions.${key}.capability must be one of ${CAPABILITIES.join(', ')}`);
+  if (typeof action.handle !== 'function') problems.push(`actions.${key}.handle must be a function`);
+  if (action.errors !== undefined) {
+    if (action.errors === null || typeof action.errors !== 'object') problems.push(`actions.${key}.errors must be an object`);
+    else
+      for (const [code, status] of Object.entries(action.errors)) {
+        // Extensions add codes only in their own domain, so a core code keeps one meaning.
+        if (!name || !code.startsWith(`${name}.`) || !/^[a-z0-9_]+(\.[a-z0-9_]+)+$/.test(code)) problems.push(`actions.${key}.errors: ${code} must be ${name ?? '<name>'}.<reason>`);
+        if (!Number.isInteger(status) || (status as number) < 400 || (status as number) > 599) problems.push(`actions.${key}.errors.${code} must be an HTTP status 400-599`);
+      }
+  }
+  return problems;
+}
