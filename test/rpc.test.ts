@@ -24,6 +24,10 @@ beforeAll(async () => {
   rpc.register('crafting.poor', () => {
     throw new ApiError('economy.insufficient_funds', 'Not enough gold.', { need: 5 });
   }, { codes: ['economy.insufficient_funds'] });
+  // An extension bundled apart throws its own copy of ApiError: the same shape, another class.
+  rpc.register('crafting.bundled', () => {
+    throw Object.assign(new Error('Not enough gold.'), { name: 'ApiError', code: 'economy.insufficient_funds', details: { need: 7 } });
+  }, { codes: ['economy.insufficient_funds'] });
   rpc.register('crafting.undeclared', () => {
     throw new ApiError('storage.not_found');
   }, { codes: ['economy.insufficient_funds'] });
@@ -100,6 +104,8 @@ describe('rpc.call', () => {
   it('passes a declared domain code with its details; crashes, undeclared codes and bad results are internal', async () => {
     const poor = await call('crafting.poor');
     expect(poor.payload.error).toEqual({ code: 'economy.insufficient_funds', message: 'Not enough gold.', details: { need: 5 } });
+    const bundled = await call('crafting.bundled');
+    expect(bundled.payload.error).toEqual({ code: 'economy.insufficient_funds', message: 'Not enough gold.', details: { need: 7 } });
     for (const m of ['crafting.broke', 'crafting.undeclared', 'crafting.scalar', 'crafting.cyclic']) {
       const f = await call(m);
       expect(f.type).toBe('rpc.error');

@@ -1,6 +1,6 @@
 import { databaseFault, databaseFaultError } from '../../runtime/platform/database';
 import type { Ctx, RpcDispatcher } from '../../runtime/contracts/context';
-import { ApiError, type ErrorCode } from '../../runtime/contracts/errors';
+import { ApiError, ERROR_STATUS, type ErrorCode } from '../../runtime/contracts/errors';
 import { isPlainObject, rpcErrorFrame, type ClientFrame } from '../../runtime/contracts/frames';
 import { rpcCall, rpcParams } from '../../runtime/schemas/rpc';
 import type { Session } from './sessions';
@@ -71,7 +71,8 @@ export class RpcRegistry implements RpcDispatcher {
     try {
       result = await entry.handler(params, { playerId: caller.playerId, method });
     } catch (err) {
-      if (err instanceof ApiError && (entry.codes === null || entry.codes.has(err.code))) throw err;
+      const declared = declaredFailure(err);
+      if (declared && (entry.codes === null || entry.codes.has(declared.code))) throw declared;
       const fault = databaseFault(err);
       if (fault) throw databaseFaultError(fault);
       this.ctx.log.error('rpc_handler_failed', { method, player_id: caller.playerId, error: err });
@@ -121,6 +122,19 @@ export class RpcRegistry implements RpcDispatcher {
       return fail(err instanceof ApiError ? err : new ApiError('internal'));
     }
   }
+}
+
+/**
+ * A handler's failure as an `ApiError`, or null for anything else. An
+ * extension bundled on its own carries its own copy of the `ApiError` class,
+ * so a failure is recognised by its code from the closed set, not its class.
+ */
+function declaredFailure(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (typeof err !== 'object' || err === null) return null;
+  const { code, message, details } = err as { code?: unknown; message?: unknown; details?: unknown };
+  if (typeof code !== 'string' || !Object.hasOwn(ERROR_STATUS, code)) return null;
+  return new ApiError(code as ErrorCode, typeof message === 'string' ? message : undefined, isPlainObject(details) ? (details as Record<string, unknown>) : {});
 }
 
 /** An `rpc.call` cid: a string of 1-64 bytes, each 0x20-0x7E (any other answers `rpc.invalid_cid` without a cid). */
