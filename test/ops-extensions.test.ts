@@ -32,6 +32,15 @@ async function greet(p: TestPlayer, text: string): Promise<void> {
   expect(res.body).toEqual({ type: 'rpc.ok', payload: { result: { text } } });
 }
 
+describe('the API document', () => {
+  it('lists the installed extensions\' actions with their capability class', async () => {
+    const doc = await s.call('GET', '/api/v1/openapi.json');
+    const op = doc.body.paths['/api/v1/ops/ext/greeter/greeting']?.get;
+    expect(op).toBeDefined();
+    expect(op['x-svc-capability']).toBe('player_data');
+  });
+});
+
 describe('installed extensions', () => {
   it('are reported by /ops/features with their versions and declared seams', async () => {
     const res = await opsGet(s, '/features');

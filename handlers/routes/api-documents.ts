@@ -4,6 +4,7 @@ import { ErrorObject, JsonObject } from '../../runtime/schemas/common';
 import type { ClientFrameContract, PushContract } from '../../runtime/schemas/frame';
 import { clientFrames, serverPushes } from '../../runtime/schemas/wire';
 import { route, type AnyRouteSpec, type Route } from '../contract';
+import { extensionActionRoutes } from './ops/extensions';
 
 /**
  * The two machine-readable API documents, generated from the contracts the
@@ -220,7 +221,8 @@ export function apiDocumentRoutes(routes: () => readonly Route[]): Route[] {
       rate: 'api',
       response: JsonObject,
       errors: [],
-      handle: async () => (openApi ??= openApiDocument(routes())),
+      // The installed extensions' actions are this deployment's routes too.
+      handle: async ({ ctx }) => (openApi ??= openApiDocument([...routes(), ...extensionActionRoutes(ctx.extensions)])),
     }),
     route({
       method: 'GET',
