@@ -1,8 +1,8 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import { writeAudit, type AuditActor } from '../platform/audit';
+import type { AuditActor } from '../platform/audit';
 import { afterCommit } from '../platform/effects';
-import { erasePlayer } from '../platform/erasure';
+import { eraseAudited } from '../players/players';
 
 /**
  * `POST /ops/players/:id/erase`. The operator proves they mean this player by
@@ -28,17 +28,7 @@ export async function eraseByOperator(ctx: Ctx, actor: AuditActor, playerId: str
       const current = await trx.selectFrom('players').select('username').where('id', '=', playerId).forUpdate().executeTakeFirst();
       if (!current) return 'gone' as const;
       if (current.username !== username) return 'renamed' as const;
-      const rows = await erasePlayer(trx, playerId, ctx.extensions);
-      await writeAudit(trx, ctx, {
-        actor,
-        action: 'player.erase',
-        targetType: 'player',
-        targetId: playerId,
-        outcome: 'ok',
-        succeeded: 1,
-        // The username is not kept: the trail outlives the player, and it would be personal data left behind.
-        details: { via: 'ops', rows },
-      });
+      await eraseAudited(trx, ctx, playerId, actor, 'ops');
       return 'erased' as const;
     });
   } catch (err) {

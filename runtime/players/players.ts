@@ -1,10 +1,10 @@
-import type { Selectable } from 'kysely';
-import { writeAudit } from '../platform/audit';
+import type { Selectable, Transaction } from 'kysely';
+import { writeAudit, type AuditActor } from '../platform/audit';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb } from '../platform/database';
 import { erasePlayer } from '../platform/erasure';
 import { ApiError, missingField } from '../contracts/errors';
-import type { PlayersTable } from '../contracts/schema';
+import type { Database, PlayersTable } from '../contracts/schema';
 import { afterCommit } from '../platform/effects';
 import type { EraseConfirmation, Player, ProfileUpdate } from '../schemas/players';
 
@@ -94,16 +94,7 @@ export async function eraseSelf(ctx: Ctx, playerId: string, { password }: EraseC
         .executeTakeFirst();
       if (!current) return 'gone' as const;
       if (current.hashed_password !== player.hashed_password) return 'changed' as const;
-      const rows = await erasePlayer(trx, playerId, ctx.extensions);
-      await writeAudit(trx, ctx, {
-        actor: { id: playerId, display: playerId, source: 'player' },
-        action: 'player.erase',
-        targetType: 'player',
-        targetId: playerId,
-        outcome: 'ok',
-        succeeded: 1,
-        details: { via: 'self', rows },
-      });
+      await eraseAudited(trx, ctx, playerId, { id: playerId, display: playerId, source: 'player' }, 'self');
       return 'erased' as const;
     });
   } catch (err) {
@@ -120,4 +111,15 @@ export async function eraseSelf(ctx: Ctx, playerId: string, { password }: EraseC
   // The erased player's live sockets go with the tokens.
   await afterCommit(ctx, { kind: 'player_sessions_ended', playerId }, { kind: 'player_erased', playerId });
   ctx.log.info('player_erased', { player_id: playerId, via: 'self' });
+}
+
+/**
+ * Erases a player and writes its audit row in the caller's transaction, so a
+ * failed audit write rolls the erasure back (self-erase and operator erase).
+ * The username is not kept: the trail outlives the player, and it would be
+ * personal data left behind.
+ */
+export async function eraseAudited(trx: Transaction<Database>, ctx: Ctx, playerId: string, actor: AuditActor, via: 'self' | 'ops'): Promise<void> {
+  const rows = await erasePlayer(trx, playerId, ctx.extensions);
+  await writeAudit(trx, ctx, { actor, action: 'player.erase', targetType: 'player', targetId: playerId, outcome: 'ok', succeeded: 1, details: { via, rows } });
 }
