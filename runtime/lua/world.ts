@@ -175,7 +175,8 @@ export class WorldVm extends ScriptInstance<WorldCallback> {
       this.state.push();
       call = this.stateCall('post_tick', 2, this.budgets.heavy, this.budgets.heavyMs);
     }
-    return { call, finished: this.finished(), vote: this.finished() ? null : this.stateField(NAMES._vote) };
+    const finished = this.finished();
+    return { call, finished, vote: finished ? null : this.stateField(NAMES._vote) };
   }
 
   /** `on_zone_loaded(cx, cy, state)` → the zone's initial `zone_state` (and optionally a new state). */
