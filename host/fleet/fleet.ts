@@ -1,0 +1,163 @@
+import type { Principal, TokenResolver } from '../../runtime/contracts/context';
+import type { ServerFrame } from '../../runtime/contracts/frames';
+import type { ChatPush } from '../../runtime/social/chat';
+import type { Logger } from '../../runtime/platform/log';
+import { tokenHash, type TokenCache } from '../infra/token-cache';
+import type { SessionRegistry } from '../realtime/sessions';
+import { defaultNodeId, LocalBus, RedisBus, type Bus } from './bus';
+import { FleetPresence } from './presence';
+import { FleetDirectory, type DirectorySources } from './directory';
+import type { Gateway } from '../realtime/gateway';
+import { FleetLeaderboards } from './leaderboards';
+import type { Leaderboards } from '../../runtime/leaderboards/leaderboards';
+import type { ProfileCache } from '../../runtime/players/profile-cache';
+
+/** Where the fleet's Redis is: `REDIS_URL`, `REDIS_PREFIX`, `SVC_NODE_ID`. */
+export interface FleetOptions {
+  url: string;
+  prefix?: string;
+  nodeId?: string;
+  /** How long boot waits for Redis; 10 s unless a test says otherwise. */
+  waitMs?: number;
+}
+
+/** The chat host as the fleet reaches it (host/realtime/chat.ts). */
+export interface FleetChat {
+  relay: ((message: ChatPush) => void) | null;
+  deliverHere(message: ChatPush): void;
+}
+
+/**
+ * What one node owes the others (docs/decisions/0041): revocations (token
+ * cache entries and sockets), pushes to players wherever their sockets are,
+ * chat messages in one order for every member, and presence. Everything goes
+ * over the bus; on a node without Redis the bus is this process, and every
+ * call does what it did before the fleet existed, in the same call.
+ */
+export class Fleet {
+  readonly presence: FleetPresence;
+  #directory: FleetDirectory | null = null;
+  #sessions: SessionRegistry | null = null;
+  #cache: TokenCache | null = null;
+
+  constructor(
+    readonly bus: Bus,
+    private readonly log: Logger,
+  ) {
+    this.presence = new FleetPresence(bus, log);
+    // Revocations are applied where they happen before they are published; the others apply them on arrival.
+    bus.on('evict', (m: { h?: string[]; p?: string[] }, from) => {
+      if (from === bus.nodeId) return;
+      for (const h of m.h ?? []) this.#cache?.evictHash(h);
+      for (const p of m.p ?? []) this.#cache?.evictPlayer(p);
+    });
+    bus.on('close', (m: { p?: string[]; t?: string[] }, from) => {
+      if (from === bus.nodeId || !this.#sessions) return;
+      for (const p of m.p ?? []) this.#sessions.disconnect(p);
+      if (m.t) this.#sessions.disconnectTokens(m.t);
+    });
+    bus.on('push', (m: { p: string[]; t: string; y: string }) => {
+      const sessions = this.#sessions;
+      if (!sessions) return;
+      const sent = sessions.metrics.frameOut(m.y);
+      for (const p of m.p) sessions.pushText(p, m.t, sent);
+    });
+  }
+
+  /** Joins the fleet named by `options`, or stands alone without them. A Redis that cannot be reached refuses the boot. */
+  static async open(options: FleetOptions | null, log: Logger): Promise<Fleet> {
+    const nodeId = options?.nodeId ?? defaultNodeId();
+    if (!options) return new Fleet(new LocalBus(nodeId, log), log);
+    const bus = await RedisBus.open(options.url, { nodeId, prefix: options.prefix ?? 'svc:', log, ...(options.waitMs ? { waitMs: options.waitMs } : {}) });
+    return new Fleet(bus, log);
+  }
+
+  get clustered(): boolean {
+    return this.bus.redis !== null;
+  }
+
+  /** `ctx.auth` over this node's token cache: evictions reach every node's cache. */
+  tokens(cache: TokenCache): TokenResolver {
+    this.#cache = cache;
+    const bus = this.bus;
+    return {
+      resolve: (accessToken: string, beforeLookup?: () => void): Promise<Principal | null> => cache.resolve(accessToken, beforeLookup),
+      async evictToken(accessToken: string): Promise<void> {
+        await cache.evictToken(accessToken);
+        // The hash, never the token, leaves the process.
+        if (bus.redis) bus.publish('evict', { h: [tokenHash(accessToken)] });
+      },
+      evictPlayer(playerId: string): void {
+        cache.evictPlayer(playerId);
+        if (bus.redis) bus.publish('evict', { p: [playerId] });
+      },
+    };
+  }
+
+  /** Public profiles: a change made through any node evicts every node's copy. */
+  shareProfiles(cache: ProfileCache): ProfileCache {
+    if (!this.clustered) return cache;
+    cache.onEvict = (playerId) => this.bus.publish('profile', { p: playerId });
+    this.bus.on('profile', (m: { p: string }, from) => {
+      if (from !== this.bus.nodeId) cache.evictHere(m.p);
+    });
+    return cache;
+  }
+
+  /** The node's sockets, chat, matches and worlds, once the real-time host built them. */
+  attach(live: { sessions: SessionRegistry; chat: FleetChat; gateway: Gateway; hosted: DirectorySources }): void {
+    const { sessions, chat } = live;
+    this.#sessions = sessions;
+    sessions.reach = (playerId, frame) => this.push([playerId], frame);
+    if (this.clustered) {
+      this.bus.on('chat', (m: ChatPush) => chat.deliverHere(m));
+      // Every node, this one included, hands a message out when the bus brings it: one order for all members.
+      chat.relay = (message) => this.bus.publish('chat', message);
+    }
+    this.presence.start();
+    this.#directory = new FleetDirectory(this.bus, this.presence, live.hosted, this.log);
+    this.#directory.attach(live.gateway);
+    this.#directory.start();
+  }
+
+  /** Keeps this node's boards the same as every other node's (host/fleet/leaderboards.ts). */
+  serveLeaderboards(boards: Leaderboards): FleetLeaderboards {
+    return new FleetLeaderboards(this.bus, boards, this.presence, this.log);
+  }
+
+  /** The directory of matches and worlds (null before the real-time host started). */
+  /** A frame to these players' sockets on every node. Returns the sockets this node reached at once (a fleet reaches the rest later). */
+  push(players: readonly string[], frame: ServerFrame): number {
+    const sessions = this.#sessions;
+    if (!sessions) return 0;
+    if (!this.clustered) {
+      if (players.length === 1) return sessions.push(players[0]!, frame);
+      const text = JSON.stringify(frame);
+      const sent = sessions.metrics.frameOut(frame.type);
+      const before = sent.n;
+      for (const p of players) sessions.pushText(p, text, sent);
+      return sent.n - before;
+    }
+    this.bus.publish('push', { p: players, t: JSON.stringify(frame), y: frame.type });
+    return 0;
+  }
+
+  /** Closes the player's sockets on every node. */
+  disconnect(playerId: string): void {
+    this.#sessions?.disconnect(playerId);
+    if (this.clustered) this.bus.publish('close', { p: [playerId] });
+  }
+
+  /** Closes the sockets opened with these access tokens, on every node. */
+  disconnectTokens(tokenIds: readonly string[]): void {
+    if (tokenIds.length === 0) return;
+    this.#sessions?.disconnectTokens(tokenIds);
+    if (this.clustered) this.bus.publish('close', { t: tokenIds });
+  }
+
+  async close(): Promise<void> {
+    await this.#directory?.close();
+    await this.presence.close();
+    await this.bus.close();
+  }
+}
