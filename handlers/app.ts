@@ -53,7 +53,9 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes(), served?: Serv
     finally: [securityHeaders, cors(origins), requestLog(ctx)],
   };
   // Extension actions exist only once the host loaded the extensions, so they join here rather than in allRoutes().
-  const dispatch = routerFor([...routes, ...extensionActionRoutes(ctx.extensions)], ctx, hooks);
+  // With the console off its session routes are not mounted at all: they answer exactly as an unknown path does.
+  const mounted = ctx.settings.console ? routes : routes.filter((r) => !r.path.startsWith('/console/'));
+  const dispatch = routerFor([...mounted, ...extensionActionRoutes(ctx.extensions)], ctx, hooks);
 
   async function handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse> {
     const call: Call = {
@@ -127,8 +129,9 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   };
 }
 
-/** `friends` of `/api/v1/friends/…`; null outside `/api/v1/`. */
+/** `friends` of `/api/v1/friends/…`; null outside `/api/v1/` (the console's session routes excepted, spec 4.15). */
 function firstSegment(path: string): string | null {
+  if (path === '/console/session') return '/console';
   if (!path.startsWith('/api/v1/')) return null;
   const end = path.indexOf('/', 8);
   return path.slice(8, end < 0 ? undefined : end);

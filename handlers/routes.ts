@@ -1,6 +1,7 @@
 import { apiDocumentRoutes } from './routes/api-documents';
 import { authRoutes } from './routes/auth';
 import { chatRoutes } from './routes/social/chat';
+import { consoleRoutes } from './routes/console';
 import { dmRoutes } from './routes/social/dm';
 import { economyRoutes } from './routes/economy';
 import { friendRoutes } from './routes/social/friends';
@@ -26,7 +27,7 @@ import { worldRoutes } from './routes/worlds';
 /** Every REST route of the handler library, mounted by `createApp`. */
 export function allRoutes(): Route[] {
   const routes: Route[] = [];
-  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...worldRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...tournamentRoutes, ...voteRoutes, ...opsRoutes);
+  routes.push(...apiDocumentRoutes(() => routes), ...healthRoutes, ...authRoutes, ...guestRoutes, ...identityRoutes, ...playerRoutes, ...matchRoutes, ...worldRoutes, ...matchmakerRoutes, ...rpcRoutes, ...iapRoutes, ...socialRoutes(), ...economyRoutes, ...leaderboardRoutes, ...saveRoutes, ...storageRoutes, ...tournamentRoutes, ...voteRoutes, ...opsRoutes, ...consoleRoutes);
   return routes;
 }
 

@@ -60,8 +60,8 @@ function describeProviders(ctx: Pick<Ctx, 'identity'>): string {
   return on.length > 0 ? on.join(', ') : 'none (configure `oidc_providers` or `steam_api_key` with `steam_app_id`)';
 }
 
-/** A connection string without its password. */
-function redactUrl(url: string): string {
+/** A connection string without its password, for logs and boot messages. */
+export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';

@@ -12,6 +12,8 @@ export interface HostConfig {
   dataDir: string;
   gameDir: string;
   configFile: string | null;
+  /** The fleet's Redis (`REDIS_URL`, `REDIS_PREFIX`, `SVC_NODE_ID`); null: this node stands alone. */
+  redis: { url: string; prefix: string; nodeId?: string } | null;
   settings: Settings;
   notices: SettingsNotice[];
 }
@@ -23,6 +25,14 @@ const envSchema = z.object({
   SVC_DATA_DIR: z.string().min(1).default('./data'),
   GAME_DIR: z.string().min(1).optional(),
   SVC_CONFIG: z.string().min(1).optional(),
+  REDIS_URL: z
+    .string()
+    .min(1)
+    .refine((u) => /^rediss?:\/\//.test(u), 'must be a redis:// or rediss:// URL')
+    .optional(),
+  // Pub/sub channels ignore the database number in the URL: fleets sharing one Redis need their own prefix.
+  REDIS_PREFIX: z.string().min(1).max(64).default('svc:'),
+  SVC_NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, _ . -').optional(),
 });
 
 export const DEFAULT_GAME_DIR = 'examples/demo-game';
@@ -48,6 +58,9 @@ environment:
   SVC_DATA_DIR      folder of the embedded database (default ./data)
   GAME_DIR          the game directory (default examples/demo-game)
   SVC_CONFIG        settings file when --config is not given
+  REDIS_URL         Redis of the fleet (redis://...); unset, the node stands alone
+  REDIS_PREFIX      prefix of the fleet's Redis keys and channel (default svc:)
+  SVC_NODE_ID       this node's name in the fleet (default host-pid-random)
 `;
 
 /** Flags by node's own parser: `--config file` and `--config=file`; anything unknown is refused. */
@@ -98,6 +111,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
     dataDir: path.resolve(cwd, e.SVC_DATA_DIR),
     gameDir: path.resolve(cwd, e.GAME_DIR ?? settings.game_dir ?? DEFAULT_GAME_DIR),
     configFile,
+    redis: e.REDIS_URL ? { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, ...(e.SVC_NODE_ID ? { nodeId: e.SVC_NODE_ID } : {}) } : null,
     settings,
     notices,
   };

@@ -19,6 +19,8 @@ import { TokenLookups } from './infra/token-lookups';
 import { ProfileCache } from '../runtime/players/profile-cache';
 import { Leaderboards } from '../runtime/leaderboards/leaderboards';
 import type { NodeProbe } from '../runtime/ops/stats';
+import type { Fleet } from './fleet/fleet';
+import { ConsoleSessions } from '../runtime/ops/console-sessions';
 
 export interface ContextOptions {
   settings: Settings;
@@ -29,6 +31,8 @@ export interface ContextOptions {
   live: LiveState;
   /** The process measurements `/ops/stats` reads (host/ops/probe.ts). */
   probe?: NodeProbe;
+  /** The fleet this node belongs to (host/fleet): token evictions reach every node's cache. */
+  fleet?: Fleet;
 }
 
 /** A Ctx and the host-side parts behind it that the host starts and stops. */
@@ -91,8 +95,8 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     ids: uuidv7Source(() => clock.now()),
     limits,
     log,
-    auth: tokens,
-    profiles: new ProfileCache(settings.profile_cache_ttl_ms),
+    auth: options.fleet ? options.fleet.tokens(tokens) : tokens,
+    profiles: options.fleet ? options.fleet.shareProfiles(new ProfileCache(settings.profile_cache_ttl_ms)) : new ProfileCache(settings.profile_cache_ttl_ms),
     game: options.game ?? { registration: () => null, guestAuth: () => false },
     readiness: { ready: () => ready, databaseFault: () => watch?.fault() ?? null },
     passwords,
@@ -103,6 +107,8 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     leaderboards: new Leaderboards(settings),
     ...(options.probe ? { probe: options.probe } : {}),
     extensions,
+    // Node-local by design: a restart ends every console session (spec 5.5).
+    ...(settings.console ? { consoleSessions: new ConsoleSessions() } : {}),
   };
   return { ctx, limits, watch, markReady: () => (ready = true) };
 }

@@ -18,7 +18,8 @@ function newest(dir) {
 
 export async function runFresh(bundle) {
   const target = path.join(root, 'dist', bundle);
-  const sources = ['handlers', 'runtime', 'host', 'migrations'].map((d) => newest(path.join(root, d)));
+  // The console's sources count too: `npm start` serves its bundle.
+  const sources = ['handlers', 'runtime', 'host', 'migrations', 'console'].filter((d) => existsSync(path.join(root, d))).map((d) => newest(path.join(root, d)));
   if (!existsSync(target) || Math.max(...sources) > statSync(target).mtimeMs) {
     execFileSync(process.execPath, [path.join(root, 'esbuild.config.mjs')], { stdio: 'inherit', cwd: root });
   }

@@ -11,6 +11,7 @@ import { guestsEnabled } from '../runtime/accounts/guests';
 import { SettingsError, type Settings } from '../runtime/contracts/settings';
 import type { OpenDatabase } from './infra/database';
 import { nodeHandler, TrustedProxies } from './http/adapter';
+import { builtDir, StaticSite } from './http/static-site';
 import { LiveHost, scriptWorkers } from './realtime/live';
 import { ProcessProbe } from './ops/probe';
 import { loadGameDirectory, type LoadedGame } from './game';
@@ -23,6 +24,7 @@ import { LeaderboardFlush } from './jobs/leaderboard-flush';
 import { TournamentClock } from './jobs/tournament-clock';
 import { NodeMetrics } from './metrics/registry';
 import { listenForScrapes, type MetricsListener } from './metrics/listener';
+import { Fleet, type FleetOptions } from './fleet/fleet';
 
 export interface ServerOptions {
   settings: Settings;
@@ -46,6 +48,8 @@ export interface ServerOptions {
   game?: GameDeclarations;
   /** Brings the schema up to date; a seam so tests can hold the node in `not_ready`. */
   migrate?: (db: Ctx['db']) => Promise<unknown>;
+  /** The fleet's Redis (`REDIS_URL`); without it the node is a fleet of one (docs/decisions/0041). */
+  redis?: FleetOptions | null;
 }
 
 /** A running node: HTTP (and later WebSocket) on one port, in front of one database. */
@@ -67,6 +71,8 @@ export interface RunningServer {
   leaderboardFlush: LeaderboardFlush;
   /** Moves tournaments on time; `tick()` runs a pass now. */
   tournamentClock: TournamentClock;
+  /** The fleet this node belongs to: its node id, the bus, fleet presence, the match and world directory. */
+  fleet: Fleet;
   /** Registers work to do on shutdown (close sockets, stop loops) before the database closes. */
   onShutdown(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
@@ -94,15 +100,23 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   const database = typeof options.database === 'function' ? await options.database() : options.database;
   const declarations = options.game ?? (loaded ? { registration: () => loaded.info.registration, guestAuth: () => loaded.info.guestAuth } : undefined);
   const metrics: NodeMetrics | null = options.settings.metrics_port === undefined ? null : nodeMetrics(database, (): LiveHost => live, (): ProcessProbe => probe);
-  const live: LiveHost = new LiveHost({ ...(loaded ? { game: loaded } : {}), ...(metrics ? { metrics } : {}) });
+  let fleet: Fleet;
+  try {
+    fleet = await Fleet.open(options.redis ?? null, log);
+  } catch (err) {
+    loaded?.close();
+    throw new BootRefusal((err as Error).message, { cause: err });
+  }
+  const live: LiveHost = new LiveHost({ ...(loaded ? { game: loaded } : {}), ...(metrics ? { metrics } : {}), fleet });
   const probe = new ProcessProbe(live, scriptWorkers(options.settings));
   let metricsListener: MetricsListener | null = null;
   let context: Awaited<ReturnType<typeof createContext>>;
   try {
     if (metrics) metricsListener = await listenMetrics(metrics, options.settings, log);
-    context = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live, probe });
+    context = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live, probe, fleet });
   } catch (err) {
     await metricsListener?.close();
+    await fleet.close();
     probe.close();
     loaded?.close();
     // A setting that names a file (a trust anchor, store roots, a service-account key) is read here.
@@ -131,6 +145,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     app,
     ids,
     proxies: new TrustedProxies(options.settings.trusted_proxies),
+    sites: browserSites(options.settings),
     ...(metrics ? { refused: (method: string, status: number, arrived: number) => metrics.httpServed(undefined, method, status, secondsSince(arrived)) } : {}),
   });
 
@@ -173,12 +188,16 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
 
   let closing: Promise<void> | null = null;
   const shutdown = new AbortController();
-  const leaderboardFlush = new LeaderboardFlush(ctx);
+  const fleetBoards = fleet.serveLeaderboards(ctx.leaderboards);
+  const leaderboardFlush = new LeaderboardFlush(ctx, () => fleetBoards.flushes());
   const readyPromise = bootWhenReachable({ ...options, database }, ctx.db, log, shutdown.signal, async () => {
     // Routes answer from the catalogue's tables, so they open once it is synced.
     await catalogue?.start(ctx);
-    // Reads answer from the boards, so they are back before the routes open.
-    await leaderboardFlush.reload();
+    // Reads answer from the boards, so they are back before the routes open: a running fleet's copy, else the table.
+    if (!(await fleetBoards.join())) {
+      await leaderboardFlush.reload();
+      fleetBoards.loaded();
+    }
   }).then(async (applied) => {
     markReady();
     log.info('migrations_complete', { applied, database: database.kind });
@@ -212,6 +231,8 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   // Persistent worlds a previous run left come back once their tables answer.
   readyPromise.then(() => live.worlds.recover(), () => {}).catch((err) => log.error('world_recovery_failed', { error: err }));
   hooks.push(() => live.close());
+  // After the sockets closed: the goodbye tells the other nodes this one's players are gone.
+  hooks.push(() => fleet.close());
   // After the matches stopped: their scripts' last scores are in.
   hooks.push(() => leaderboardFlush.stop());
   hooks.push(() => guestReaper.stop());
@@ -234,6 +255,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     tokenSweeper,
     leaderboardFlush,
     tournamentClock,
+    fleet,
     onShutdown: (hook) => void hooks.push(hook),
     close() {
       closing ??= (async () => {
@@ -282,6 +304,24 @@ function nodeMetrics(database: OpenDatabase, live: () => LiveHost, probe: () => 
       return probe();
     },
   });
+}
+
+/** The built browser apps this node serves, each behind its setting. */
+function browserSites(settings: Settings): StaticSite[] {
+  const sites: StaticSite[] = [];
+  if (settings.console) {
+    sites.push(
+      new StaticSite({
+        prefix: '/console',
+        dir: builtDir('console'),
+        passThrough: ['/console/session'],
+        codes: { notFound: 'console.not_found', notBuilt: 'console.not_built' },
+      }),
+    );
+  }
+  // The demo arena client (play/), built by `npm run build`.
+  if (settings.play) sites.push(new StaticSite({ prefix: '/play', dir: builtDir('play') }));
+  return sites;
 }
 
 /** A metrics port that cannot be bound stops the boot with a line naming it, like the API port. */

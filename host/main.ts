@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { bootBanner } from './banner';
 import path from 'node:path';
 import { lockDataDir } from './infra/data-dir-lock';
+import { announceReady, isWorker, superviseWorkers, workerCount, workersRefusal } from './fleet/workers';
 
 /**
  * A new embedded data directory is created by PGlite's initdb, which grows its
@@ -58,6 +59,13 @@ async function main(): Promise<void> {
   }
   const log = jsonLogger((line) => process.stdout.write(line + '\n'), config.settings.log_level);
   for (const n of config.notices) log.warn('setting_notice', { key: n.key, message: n.message });
+  const workers = workerCount(config.settings);
+  // Migrating is one process's job, whatever `workers` says.
+  const refusal = parseCli(argv).migrateOnly ? null : workersRefusal(workers, config);
+  if (refusal) {
+    process.stderr.write(`svc: ${refusal}\n`);
+    process.exit(2);
+  }
   // A signal during boot is kept and acted on once the host exists: the
   // data directory and the database are left the way a shutdown leaves them.
   let signalled: string | null = null;
@@ -102,6 +110,14 @@ async function main(): Promise<void> {
     return;
   }
 
+  // Several processes on the one port: this one only supervises them (host/fleet/workers.ts).
+  if (workers > 1 && !isWorker()) {
+    process.off('SIGTERM', earlyTerm);
+    process.off('SIGINT', earlyInt);
+    await superviseWorkers(workers, log, { nodeId: config.redis?.nodeId });
+    return;
+  }
+
   let running: Awaited<ReturnType<typeof createHost>>;
   try {
     running = await createHost({
@@ -112,6 +128,7 @@ async function main(): Promise<void> {
       host: config.host,
       log,
       gameDir: config.gameDir,
+      redis: config.redis,
     });
   } catch (err) {
     if (err instanceof BootRefusal) {
@@ -132,10 +149,12 @@ async function main(): Promise<void> {
     await running.close().catch(() => {});
     process.exit(1);
   });
+  running.ready.then(announceReady, () => {});
   log.info('listening', { port: running.port, host: config.host, database: config.databaseUrl ? 'postgres' : 'embedded', game_dir: config.gameDir });
   // After the game directory is loaded: a script declaration narrows an unset operator posture.
   log.info('registration_mode', effectiveRegistration(running.ctx));
-  process.stderr.write(
+  // Under several workers the first one speaks for all.
+  if ((process.env.SVC_WORKER_INDEX ?? '1') === '1') process.stderr.write(
     bootBanner({
       version: packageVersion(),
       url: `http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${running.port}`,

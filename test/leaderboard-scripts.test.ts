@@ -85,8 +85,8 @@ for (const mode of [{ name: 'worker pool', settings: {} }, { name: 'main thread'
       const outsider = await registerPlayer(s);
       expect(await rpc('rank', { board: 'low', player: outsider.player_id })).toEqual({ error: 'not_found' });
       expect(await rpc('rank', { board: 'nowhere' })).toEqual({ error: 'not_found' });
-      expect(await rpc('top', { board: 'nowhere', count: 5 })).toEqual({ ok: {} });
-      expect(await rpc('around', { board: 'low', player: outsider.player_id, count: 2 })).toEqual({ ok: {} });
+      expect(await rpc('top', { board: 'nowhere', count: 5 })).toEqual({ ok: [] });
+      expect(await rpc('around', { board: 'low', player: outsider.player_id, count: 2 })).toEqual({ ok: [] });
     });
 
     it('answers wrong arguments with an error naming the expected ones', async () => {

@@ -140,7 +140,7 @@ describe('loadGameDirectory (host)', () => {
   it('loads the bundled demo game', () => {
     const game = loadGameDirectory('examples/demo-game', {}, log);
     try {
-      expect([...game.info.modes.keys()]).toEqual(['arena', 'lobby', 'village']);
+      expect([...game.info.modes.keys()]).toEqual(['arena', 'arena_bots', 'lobby', 'skirmish', 'village']);
       expect(game.info.guestAuth).toBe(true);
       expect(game.info.modes.get('lobby')!.listed).toBe(true);
       expect(game.info.modes.get('arena')!.match_size).toBe(2);

@@ -258,7 +258,7 @@ describe('zone-only forms', () => {
 
   it('answer empty while the zone has no entity table', () => {
     const run = vmWith(zoneOf());
-    expect(run(`return { spatial.query_radius(0, 0, 10), spatial.query_rect(0, 0, 1, 1) }`)).toEqual([{}, {}]);
+    expect(run(`return { spatial.query_radius(0, 0, 10), spatial.query_rect(0, 0, 1, 1) }`)).toEqual([[], []]);
   });
 
   it('answer an error envelope outside a zone', () => {
@@ -346,7 +346,7 @@ describe('neighbours over the mirrors', () => {
 
   it('are empty when the zone mirrors nothing (border_band 0)', () => {
     const run = vmWith(zoneOf([]));
-    expect(run(`return { spatial.neighbours_radius(0, 0, 1e9), spatial.neighbours_rect(-1e9, -1e9, 1e9, 1e9) }`)).toEqual([{}, {}]);
+    expect(run(`return { spatial.neighbours_radius(0, 0, 1e9), spatial.neighbours_rect(-1e9, -1e9, 1e9, 1e9) }`)).toEqual([[], []]);
   });
 });
 

@@ -16,6 +16,8 @@ guest_auth = true
 
 return {
   arena = "arena.lua", -- 2-player movement duel, matchmade
+  arena_bots = "arena_bots.lua", -- the duel, a bot fills in for a missing player
   lobby = "lobby.lua", -- listed drop-in room, joinable from the live list
+  skirmish = "skirmish.lua", -- a round in phases: warmup, fight once 2 are in, results
   village = "village.lua", -- a small world: walkers and sheep in zones
 }

@@ -1,9 +1,10 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError, rateLimited } from '../../runtime/contracts/errors';
 import { authenticateOperator, isCapability } from '../../runtime/ops/operators';
+import { consoleOperatorFor, cookieValue, CSRF_HEADER, SESSION_COOKIE, type CookieRequest } from '../../runtime/ops/console-sessions';
 import type { RateLimitGroup } from '../../runtime/contracts/settings';
 import type { AnyRouteSpec } from '../contract';
-import { bearerOf, type PipelineRequest } from '../http';
+import { bearerOf, type PipelineRequest, type RequestLike } from '../http';
 
 /**
  * Who is calling, and the rate-limit bucket the call spends, in the order
@@ -62,13 +63,21 @@ function operatorCaller(spec: Pick<AnyRouteSpec, 'auth' | 'rate' | 'capability'>
     const call = request.call;
     spend(ctx, spec.rate, `ip:${call.ip}`);
     call.bearer = bearerOf(request);
-    const operator = await authenticateOperator(ctx.settings.ops_secret, call.bearer, request.headers.get('x-svc-operator'), ctx.clock.now());
+    // A bearer wins over a console cookie; the cookie counts only with its CSRF header.
+    const operator = call.bearer
+      ? await authenticateOperator(ctx.settings.ops_secret, call.bearer, request.headers.get('x-svc-operator'), ctx.clock.now())
+      : await consoleOperatorFor(ctx, consoleCookies(request, call.secure));
     if (!operator) throw opsDenied(ctx, request, ctx.settings.ops_secret ? 'bad_credential' : 'no_secret');
     if (!needed) throw opsDenied(ctx, request, 'no_capability_declared');
     if (!operator.caps.has(needed)) throw opsDenied(ctx, request, 'missing_capability');
     call.operator = operator;
     return undefined;
   };
+}
+
+/** The console's session cookie and CSRF header of a request. */
+export function consoleCookies(request: RequestLike, secure: boolean): CookieRequest {
+  return { cookie: cookieValue(request.headers.get('cookie'), SESSION_COOKIE), csrf: request.headers.get(CSRF_HEADER), secure };
 }
 
 /**

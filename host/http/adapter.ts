@@ -6,6 +6,7 @@ import type { HeaderReader, RequestLike } from '../../handlers/http';
 import { parseAddress, parseAddressRange, inRange, type AddressRange } from '../../runtime/platform/address-ranges';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { IdSource } from '../../runtime/platform/ids';
+import type { StaticSite } from './static-site';
 
 /**
  * The `node:http` adapter of the handler library. It enforces the body rules before a byte
@@ -19,15 +20,19 @@ export interface AdapterOptions {
   proxies: TrustedProxies;
   /** Told of the body-rule refusals answered here, which never reach the app (no route matched). */
   refused?: (method: string, status: number, arrived: number) => void;
+  /** Built browser apps the Node host serves (the console, /play); asked before the API routes. */
+  sites?: StaticSite[];
 }
 
 export function nodeHandler(options: AdapterOptions) {
   const { app, ids, proxies, refused } = options;
+  const sites = options.sites ?? [];
   const refuse = (req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string, arrived: number): void => {
     refuseBody(req, res, err, requestId);
     refused?.(req.method ?? 'GET', err.status, arrived);
   };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    for (const site of sites) if (site.serve(req, res)) return;
     const arrived = performance.now();
     const requestId = ids.uuid();
     const peer = req.socket.remoteAddress ?? '';

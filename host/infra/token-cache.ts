@@ -19,7 +19,7 @@ export interface TokenCacheOptions {
  * digest is asynchronous and runs on libuv's thread pool, where it queues
  * behind password hashing: a reconnect storm during a login storm paid for both.
  */
-function tokenHash(token: string): string {
+export function tokenHash(token: string): string {
   // The one-shot form: a third of the cost of a Hash object, on every authenticated request.
   return hash('sha256', token, 'hex');
 }
@@ -82,6 +82,12 @@ export class TokenCache implements TokenResolver {
     this.#epoch++;
     if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return;
     this.#drop(tokenHash(accessToken));
+  }
+
+  /** Drops one token known only by its hash: a logout on another node of the fleet (host/fleet). */
+  evictHash(key: string): void {
+    this.#epoch++;
+    this.#drop(key);
   }
 
   evictPlayer(playerId: string): void {

@@ -17,7 +17,11 @@ export class LeaderboardFlush {
   #first: ReturnType<typeof setTimeout> | null = null;
   #started = false;
 
-  constructor(private readonly ctx: Ctx) {}
+  constructor(
+    private readonly ctx: Ctx,
+    /** Whether this node writes the table: on a fleet one node does (host/fleet/leaderboards.ts). */
+    private readonly writes: () => boolean = () => true,
+  ) {}
 
   async reload(): Promise<void> {
     const started = Date.now();
@@ -50,6 +54,8 @@ export class LeaderboardFlush {
   }
 
   async #pass(): Promise<FlushOutcome> {
+    // Another node writes; this one keeps its changed marks in case it becomes the writer.
+    if (!this.writes()) return { written: 0, dropped: 0, failed: 0 };
     const started = Date.now();
     const outcome = await flushBoards(this.ctx.db, this.ctx.leaderboards, this.ctx.ids, this.ctx.log);
     if (outcome.written + outcome.dropped + outcome.failed > 0) this.ctx.log.info('leaderboards_flushed', { ...outcome, ms: Date.now() - started });

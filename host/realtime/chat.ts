@@ -107,7 +107,16 @@ export class ChatHost implements LiveChat {
     return this.#worlds;
   }
 
+  /** Set on a fleet (host/fleet/fleet.ts): deliveries go through the bus, so every node hands a channel's messages out in one order. */
+  relay: ((message: ChatPush) => void) | null = null;
+
   deliver(message: ChatPush): void {
+    if (this.relay) return this.relay(message);
+    this.deliverHere(message);
+  }
+
+  /** Hands a message to this node's members and followers. */
+  deliverHere(message: ChatPush): void {
     const channel = this.#running(message.channel_id);
     channel.buffer.push(message);
     if (channel.buffer.length > CHANNEL_BUFFER) channel.buffer.shift();

@@ -88,6 +88,12 @@ export class Gateway {
     this.#routes.set(contract.type, { contract, handle: handle as FrameHandler<ClientFrameContract> });
   }
 
+  /** Wraps the handler of a routed type: the fleet (host/fleet/directory.ts) answers a miss with where the match runs. */
+  around(type: string, wrap: (inner: FrameHandler<ClientFrameContract>) => FrameHandler<ClientFrameContract>): void {
+    const route = this.#routes.get(type);
+    if (route) route.handle = wrap(route.handle);
+  }
+
   /** Every routed client frame type (the fuzz test sends each one hostile payloads). */
   frameTypes(): string[] {
     return [...this.#routes.keys()];
@@ -161,25 +167,15 @@ export class Gateway {
     // binaryType is the default 'nodebuffer', so every message is one Buffer.
     const buf = data as Buffer;
     const size = buf.byteLength;
-    // Messages refused before their type is read count with the undeclared types.
     // A message over the limit arrives as the guard's marker in its place; answered before the rate check, it spends no budget.
-    if (size > MAX_FRAME_BYTES || (isBinary && isOversizedMarker(buf))) {
-      this.metrics.frameIn('');
-      return session.send(errorFrame(null, new FrameError('payload_too_large', { echoCid: false })));
-    }
+    if (size > MAX_FRAME_BYTES || (isBinary && isOversizedMarker(buf))) return this.#refuseUntyped(session, new FrameError('payload_too_large', { echoCid: false }));
     if (now - session.windowStart >= RATE_WINDOW_MS) {
       session.windowStart = now;
       session.windowCount = 0;
     }
-    if (session.windowCount >= FRAMES_PER_WINDOW) {
-      this.metrics.frameIn('');
-      return session.send(errorFrame(null, new FrameError('rate_limited', { echoCid: false })));
-    }
+    if (session.windowCount >= FRAMES_PER_WINDOW) return this.#refuseUntyped(session, new FrameError('rate_limited', { echoCid: false }));
     session.windowCount++;
-    if (isBinary) {
-      this.metrics.frameIn('');
-      return session.send(errorFrame(null, new FrameError('binary_uplink_unsupported', { echoCid: false })));
-    }
+    if (isBinary) return this.#refuseUntyped(session, new FrameError('binary_uplink_unsupported', { echoCid: false }));
 
     const text = buf.toString('utf8');
     if (session.busy) {
@@ -189,13 +185,16 @@ export class Gateway {
     this.#process(session, text);
   }
 
+  /** Answers a message refused before its type was read; it counts with the undeclared types. */
+  #refuseUntyped(session: Session, err: FrameError): void {
+    this.metrics.frameIn('');
+    session.send(errorFrame(null, err));
+  }
+
   /** Handles one frame; an asynchronous handler holds the socket's later frames until it settles. */
   #process(session: Session, text: string): void {
     const frame = parseClientFrame(text);
-    if (frame instanceof FrameError) {
-      this.metrics.frameIn('');
-      return session.send(errorFrame(null, frame));
-    }
+    if (frame instanceof FrameError) return this.#refuseUntyped(session, frame);
     this.metrics.frameIn(frame.type);
     const route = this.#routes.get(frame.type);
     if (!route || (route.contract.auth && session.playerId === null)) {

@@ -8,18 +8,22 @@ import { ChatHost } from './chat';
 import { MatchHost, type GameHandle } from './match/match-host';
 import { ScriptPool } from './match/pool';
 import { Matchmaker } from './matchmaker';
+import { BotFill } from './bot-fill';
 import { PresenceHost } from './presence';
 import { RpcRegistry, type RpcHandler } from './rpc';
 import { awaitedScriptBindings, scriptBindings } from './script-bindings';
 import { Gateway } from './gateway';
 import { WorldHost } from './world/world-host';
 import { NO_METRICS, type MetricHooks } from '../metrics/registry';
+import { Fleet } from '../fleet/fleet';
 
 export interface LiveOptions {
   /** The loaded game directory; without one the node declares no modes. */
   game?: GameHandle | null;
   /** The node's metric hooks; none when `metrics_port` is unset. */
   metrics?: MetricHooks;
+  /** The fleet this node belongs to (host/fleet; a node without Redis is a fleet of one). */
+  fleet: Fleet;
 }
 
 const NO_GAME: GameHandle = {
@@ -36,6 +40,7 @@ export function scriptBudgets(settings: Settings): Budgets {
     heavyMs: settings.lua_time_budget_ms.init_tick,
     lightMs: settings.lua_time_budget_ms.other,
     heapBytes: settings.lua_heap_budget_mb * 1024 * 1024,
+    bindingWaitMs: settings.lua_binding_wait_ms,
     loadMs: DEFAULT_BUDGETS.loadMs,
   };
 }
@@ -54,13 +59,15 @@ export class LiveHost implements LiveState {
   #gateway: Gateway | null = null;
   #matches: MatchHost | null = null;
   #matchmaker: Matchmaker | null = null;
+  #botFill: BotFill | null = null;
   #rpc: RpcRegistry | null = null;
   #chat: ChatHost | null = null;
   #worlds: WorldHost | null = null;
   #presence: PresenceHost | null = null;
   #pool: ScriptPool | null = null;
+  #fleet: Fleet | null = null;
 
-  constructor(private readonly options: LiveOptions = {}) {}
+  constructor(private readonly options: LiveOptions) {}
 
   start(ctx: Ctx, server: Server): void {
     const metrics = this.options.metrics ?? NO_METRICS;
@@ -111,11 +118,18 @@ export class LiveHost implements LiveState {
     worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes);
     chat.serveWorlds(worlds);
     worlds.attach(gateway);
-    const presence = new PresenceHost(ctx, gateway.sessions);
+    const fleet = this.options.fleet;
+    const hosted = { matches: () => matches!.liveIds(), worlds: () => worlds!.liveIds() };
+    fleet.attach({ sessions: gateway.sessions, chat, gateway, hosted });
+    this.#fleet = fleet;
+    const presence = new PresenceHost(ctx, (players, frame) => void fleet.push(players, frame), gateway.sessions, fleet.presence);
     chat.attach(gateway);
     presence.attach(gateway);
     gateway.attach(server);
     matchmaker.start();
+    const botFill = new BotFill(ctx, matchmaker, () => game.info.modes.values());
+    botFill.start();
+    this.#botFill = botFill;
     this.#gateway = gateway;
     this.#matches = matches;
     this.#matchmaker = matchmaker;
@@ -129,6 +143,7 @@ export class LiveHost implements LiveState {
   /** Shutdown: stop forming matches, close sockets with 1001, stop match loops. */
   async close(): Promise<void> {
     this.#matchmaker?.close();
+    this.#botFill?.close();
     await this.#gateway?.close();
     await this.#worlds?.close();
     this.#matches?.close();
@@ -164,16 +179,17 @@ export class LiveHost implements LiveState {
     return started(this.#presence);
   }
 
+  /** On a fleet, the player's sockets on every node; the count is of the sockets this node reached at once. */
   push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number {
-    return this.#gateway ? this.#gateway.sessions.push(playerId, frame) : 0;
+    return this.#fleet ? this.#fleet.push([playerId], frame) : 0;
   }
 
   disconnect(playerId: string): void {
-    this.#gateway?.sessions.disconnect(playerId);
+    this.#fleet?.disconnect(playerId);
   }
 
   disconnectTokens(tokenIds: readonly string[]): void {
-    this.#gateway?.sessions.disconnectTokens(tokenIds);
+    this.#fleet?.disconnectTokens(tokenIds);
   }
 }
 

@@ -7,6 +7,7 @@ import type { LiveMatchmaker, MatchmakerQueued, MatchmakerSample, MatchmakerTick
 import type { MatchHost } from './match/match-host';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway } from './gateway';
+import { isBotId } from '../../runtime/bots/ids';
 
 interface Ticket {
   id: string;
@@ -86,6 +87,11 @@ export class Matchmaker implements LiveMatchmaker {
 
   remove(playerId: string, ticketId: string): void {
     this.#drop(this.#owned(playerId, ticketId));
+  }
+
+  /** Who waits in a mode's queue, oldest first (bot queue fill reads it). */
+  queued(mode: string): readonly { id: string; playerId: string; properties: Record<string, unknown> }[] {
+    return this.#queues.get(mode) ?? [];
   }
 
   samples(): Record<string, MatchmakerSample> {
@@ -247,7 +253,7 @@ export class Matchmaker implements LiveMatchmaker {
         this.ctx.log.info('matchmaker_join_failed', { match_id: match.id, player_id: t.playerId, reason: err instanceof FrameError ? err.reason : String(err) });
       }
       this.sessions.push(t.playerId, { type: 'match.matched', payload: { match_id: match.id, players } });
-      this.sessions.metrics.matchmakerMatched(t.mode, this.ctx.clock.now() - t.submittedAt);
+      if (!isBotId(t.playerId)) this.sessions.metrics.matchmakerMatched(t.mode, this.ctx.clock.now() - t.submittedAt);
     }
   }
 

@@ -4,36 +4,53 @@ import { DEFAULT_STATUS, type LivePresence, type Presence } from '../../runtime/
 import { presenceUpdate, type PresenceUpdate } from '../../runtime/schemas/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';
+import type { FleetPresence } from '../fleet/presence';
+import type { ServerFrame } from '../../runtime/contracts/frames';
 
 /** Most players one offline read covers. */
 const OFFLINE_BATCH = 200;
 
 /**
- * Presence on this node: `presence.update` stores the player's status (any
+ * Presence: `presence.update` stores the player's status (any
  * JSON value, never checked against a list) and a small metadata object for as long as
  * they have a live socket, answers `presence.updated` with the stored value,
  * and pushes the change to their online accepted friends as a cid-less
  * `presence.updated` carrying `player_id` — the field that tells a friend's
  * change from the sender's own reply (docs/decisions/0006). The last socket
- * closing clears it and tells friends `status: "offline"`.
+ * closing clears it and tells friends `status: "offline"`. The store is the
+ * fleet's (host/fleet/presence.ts): on several nodes a player is online while
+ * any node holds a socket of theirs, and friends on any node are told.
  */
 export class PresenceHost implements LivePresence {
-  readonly #state = new Map<string, Presence>();
   /** Players whose last socket closed, awaiting the next friends read (one runs at a time). */
   #gone = new Set<string>();
   #reading = false;
 
   constructor(
     private readonly ctx: Ctx,
+    /** Sends a frame to these players' sockets wherever they are (host/fleet/fleet.ts `push`). */
+    private readonly push: (players: readonly string[], frame: ServerFrame) => void,
     private readonly sessions: SessionRegistry,
+    private readonly board: FleetPresence,
   ) {
+    // A second socket on another node keeps the status the player already set.
+    sessions.onPlayerBound((playerId) => board.set(playerId, board.get(playerId) ?? { status: DEFAULT_STATUS, metadata: {} }));
     sessions.onPlayerGone((playerId) => {
-      this.#state.delete(playerId);
-      // After a deploy or a network blip thousands of sockets close at once:
-      // one read covers everyone who left while the previous one ran.
-      if (this.#gone.size === 0 && !this.#reading) setImmediate(() => void this.#offline());
-      this.#gone.add(playerId);
+      board.clear(playerId);
+      // Still connected to another node: nobody is told they left.
+      if (!board.isOnline(playerId)) this.#left(playerId);
     });
+    // The players of a node that died: this node tells their friends.
+    board.onLost = (players) => {
+      for (const playerId of players) this.#left(playerId);
+    };
+  }
+
+  #left(playerId: string): void {
+    // After a deploy or a network blip thousands of sockets close at once:
+    // one read covers everyone who left while the previous one ran.
+    if (this.#gone.size === 0 && !this.#reading) setImmediate(() => void this.#offline());
+    this.#gone.add(playerId);
   }
 
   async #offline(): Promise<void> {
@@ -57,19 +74,16 @@ export class PresenceHost implements LivePresence {
   }
 
   get(playerId: string): Presence | null {
-    if (!this.sessions.isOnline(playerId)) return null;
-    return this.#state.get(playerId) ?? { status: DEFAULT_STATUS, metadata: {} };
+    return this.board.get(playerId);
   }
 
   onlineCount(): number {
-    const players = new Set<string>();
-    for (const s of this.sessions.sessions()) if (s.playerId !== null) players.add(s.playerId);
-    return players.size;
+    return this.board.count();
   }
 
   async #update(session: Session, presence: PresenceUpdate): Promise<Reply> {
     const playerId = session.playerId!;
-    this.#state.set(playerId, presence);
+    this.board.set(playerId, presence);
     await this.#toFriends(playerId, presence);
     return { type: 'presence.updated', payload: { status: presence.status, metadata: presence.metadata } };
   }
@@ -79,10 +93,8 @@ export class PresenceHost implements LivePresence {
   }
 
   #push(playerId: string, friends: readonly string[], presence: Presence): void {
-    const online = friends.filter((f) => this.sessions.isOnline(f));
+    const online = friends.filter((f) => this.board.isOnline(f));
     if (online.length === 0) return;
-    const text = JSON.stringify({ type: 'presence.updated', payload: { player_id: playerId, status: presence.status, metadata: presence.metadata } });
-    const sent = this.sessions.metrics.frameOut('presence.updated');
-    for (const f of online) this.sessions.pushText(f, text, sent);
+    this.push(online, { type: 'presence.updated', payload: { player_id: playerId, status: presence.status, metadata: presence.metadata } });
   }
 }

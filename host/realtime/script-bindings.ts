@@ -5,6 +5,7 @@ import { economyBindings } from '../../runtime/economy/bindings';
 import { receiptBindings } from '../../runtime/receipts/bindings';
 import { storageBindings } from '../../runtime/storage/bindings';
 import { leaderboardBindings } from '../../runtime/leaderboards/bindings';
+import { chatBindings } from '../../runtime/social/chat-bindings';
 import { notifyInBackground, type NotificationView } from '../../runtime/social/notifications';
 import type { SessionRegistry } from './sessions';
 
@@ -14,7 +15,7 @@ import type { SessionRegistry } from './sessions';
  * Every game VM, match or RPC, gets the same set.
  */
 export function scriptBindings(ctx: Ctx): ScriptBindings {
-  return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx), leaderboard: leaderboardBindings(ctx.leaderboards, ctx.clock) };
+  return { notify: notifyBinding(ctx), notify_many: notifyManyBinding(ctx), leaderboard: leaderboardBindings(ctx.leaderboards, ctx.clock), chat: chatBindings(ctx) };
 }
 
 /** The bindings whose answers wait on the database: scripts in worker threads only. */
@@ -23,9 +24,9 @@ export function awaitedScriptBindings(ctx: Ctx): AwaitedBindings {
   return { economy: economyBindings(ctx), receipts: receiptBindings(ctx), ...(ctx.settings.storage ? { storage: storageBindings(ctx) } : {}) };
 }
 
-/** `game.send`: the player's sockets get `module.message {module: "lua", message}`. */
+/** `game.send`: the player's sockets, on whichever node of the fleet, get `module.message {module: "lua", message}`. */
 export function scriptSend(sessions: SessionRegistry): ScriptServices['send'] {
-  return (playerId, message) => void sessions.push(playerId, { type: 'module.message', payload: { module: 'lua', message } });
+  return (playerId, message) => void sessions.reach(playerId, { type: 'module.message', payload: { module: 'lua', message } });
 }
 
 const NOTIFY_USAGE = 'game.notify(player_id, type, subject[, data]): player_id, type and subject must be strings';

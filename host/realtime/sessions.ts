@@ -51,6 +51,14 @@ export class SessionRegistry {
   readonly #byPlayer = new Map<string, Set<Session>>();
   readonly #all = new Set<Session>();
   readonly #goneListeners: ((playerId: string) => void)[] = [];
+  readonly #boundListeners: ((playerId: string) => void)[] = [];
+
+  /**
+   * Pushes to the player's sockets on whichever node holds them: here, this
+   * node's; on a fleet (host/fleet/fleet.ts) every node's. Returns the
+   * sockets reached at once.
+   */
+  reach: (playerId: string, frame: ServerFrame) => number = (playerId, frame) => this.push(playerId, frame);
 
   /** The node's metric hooks, for everything that writes to these sockets. */
   constructor(readonly metrics: MetricHooks = NO_METRICS) {}
@@ -73,8 +81,10 @@ export class SessionRegistry {
     session.playerId = playerId;
     session.tokenId = tokenId;
     let set = this.#byPlayer.get(playerId);
+    const first = !set;
     if (!set) this.#byPlayer.set(playerId, (set = new Set()));
     set.add(session);
+    if (first) for (const listener of this.#boundListeners) listener(playerId);
   }
 
   remove(session: Session): void {
@@ -100,8 +110,9 @@ export class SessionRegistry {
     this.#goneListeners.push(listener);
   }
 
-  isOnline(playerId: string): boolean {
-    return this.#byPlayer.has(playerId);
+  /** Called when a player's first socket on this node authenticates. */
+  onPlayerBound(listener: (playerId: string) => void): void {
+    this.#boundListeners.push(listener);
   }
 
   /** Encodes once, sends to every socket of the player; returns how many got it. */

@@ -12,6 +12,7 @@ import type { LivePresence } from '../social/presence';
 import type { ReceiptVerifiers } from '../receipts/stores';
 import type { Leaderboards } from '../leaderboards/leaderboards';
 import type { NodeProbe } from '../ops/stats';
+import type { ConsoleSessions } from '../ops/console-sessions';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
 import type { InstalledExtensions } from '../extensions/installed';
 
@@ -68,6 +69,8 @@ export interface Ctx {
   leaderboards: Leaderboards;
   /** The host's measurements of its own process for `/ops/stats`; a host that keeps none leaves it out and those figures answer null. */
   probe?: NodeProbe;
+  /** Console browser sessions, in this node's memory (runtime/ops/console-sessions.ts); a host without a console leaves it out. */
+  consoleSessions?: ConsoleSessions;
   /** The operator's extensions (setting `extensions`), loaded and checked at boot; a host without any leaves it out. */
   extensions?: InstalledExtensions;
 }

@@ -23,6 +23,7 @@ export const RATE_LIMIT_GROUPS = [
   'script_log',
   'log',
   'log_global',
+  'script_chat',
   'erase',
   'login_failures',
 ] as const;
@@ -51,6 +52,8 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
   // game.log lines: per match (or zone), and per node.
   log: { limit: 30, window: 1000 },
   log_global: { limit: 300, window: 1000 },
+  // game.chat.send messages per channel (every script of the node together).
+  script_chat: { limit: 20, window: 1000 },
   erase: { limit: 3, window: 60_000 },
   // Failed password logins per account, whatever address they come from
   // (docs/decisions/0016): a botnet gets 10 guesses per 5 minutes on one
@@ -171,6 +174,8 @@ const rawSchema = z
     matchmaker_max_queue: positiveInt.default(10_000),
     /** `skill_based`: the skill window widens by 50 per this much waiting. */
     matchmaker_skill_widen_ms: positiveInt.default(5000),
+    /** How often each mode with bots and a person waiting gets bot tickets for the gap (lua-scripting 11: 8 s). */
+    matchmaker_bot_fill_ms: positiveInt.default(8000),
     /** The game directory when env GAME_DIR is unset. */
     game_dir: z.string().min(1).optional(),
     /**
@@ -192,12 +197,23 @@ const rawSchema = z
       .object({ init_tick: positiveInt.max(500).default(30), other: positiveInt.max(200).default(20) })
       .strict()
       .default({ init_tick: 30, other: 20 }),
+    /**
+     * Wall-clock ms a Lua callback may spend waiting for awaited bindings (a
+     * database round trip) without it counting against its deadline; it is
+     * also the most those waits may hold the callback's worker beyond it.
+     */
+    lua_binding_wait_ms: z.number().int().min(0).max(5000).default(250),
     /** MiB one Lua callback may grow the heap (JavaScript heap plus external memory) by. */
     lua_heap_budget_mb: positiveInt.max(4096).default(32),
     /** Ticks in a row on which a match's callbacks hit a limit before it finishes with `script_budget`. */
     match_failing_ticks_max: positiveInt.max(100_000).default(50),
     /** Worker threads for match and RPC scripts; unset: cores − 1, at least 1; 0 runs them on the main thread. */
     match_workers: z.number().int().min(0).max(256).optional(),
+    /**
+     * Host processes behind the one port (node:cluster), sharing state through the fleet's Redis;
+     * `auto` is one per core. Above 1 the boot needs REDIS_URL and DATABASE_URL (host/fleet/workers.ts).
+     */
+    workers: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default(1),
     /** Memory (MiB) a script worker may hold; past it the worker is replaced and its matches end `worker_lost`. */
     match_worker_memory_mb: positiveInt.min(64).max(65_536).default(512),
     /** Boot with a game directory that declares no modes (accounts and social features only). */
@@ -233,6 +249,12 @@ const rawSchema = z
       .max(512)
       .regex(/^[\x21-\x7e]+$/, 'must be visible ASCII without spaces')
       .optional(),
+    /** The operator console at `/console` and its session routes; off, every `/console` path answers 404 like an unknown one. */
+    console: z.boolean().default(false),
+    /** Console sessions may erase players (the `erasure` capability); off, only a bearer credential can. */
+    console_erasure: z.boolean().default(false),
+    /** The demo page at `/play` (a browser client of the demo arena); on so a fresh checkout shows it, off for production. */
+    play: z.boolean().default(true),
     /** Extension module paths (runtime/extensions/extension.ts), loaded in this order; one that fails to load stops the boot. */
     extensions: z.array(z.string().min(1)).default([]),
   })

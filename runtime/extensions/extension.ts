@@ -39,9 +39,22 @@ export interface Extension {
   erase?: (playerId: string, on: ExtensionDataCall) => void | Promise<void>;
   /** Called once at boot with what the host lends extensions. */
   setup?: (host: ExtensionHost) => void | Promise<void>;
+  /** Operator screens the console lists in its navigation, each showing what one of this extension's `GET` actions returns. */
+  console?: { screens: ExtensionScreen[] };
 }
 
-export const EXTENSION_SEAMS = ['rpc', 'actions', 'export', 'erase'] as const;
+export interface ExtensionScreen {
+  /** 1-64 of `A-Z a-z 0-9 _ -`: the screen's address under `/console/ext/<name>/`. */
+  id: string;
+  /** The navigation entry, 1-64 printable characters. */
+  title: string;
+  /** A `GET` action of this extension; the console calls it and shows the result. */
+  action: string;
+  /** Query parameters the console asks the operator for before calling the action. */
+  fields?: string[];
+}
+
+export const EXTENSION_SEAMS = ['rpc', 'actions', 'export', 'erase', 'console'] as const;
 export type ExtensionSeam = (typeof EXTENSION_SEAMS)[number];
 
 export type ActionMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -132,6 +145,7 @@ export function manifestProblems(value: unknown): string[] {
     actions: ext.actions !== undefined,
     export: ext.export !== undefined,
     erase: ext.erase !== undefined,
+    console: ext.console !== undefined,
   };
   for (const seam of EXTENSION_SEAMS) {
     const declared = seams?.includes(seam) ?? false;
@@ -143,6 +157,28 @@ export function manifestProblems(value: unknown): string[] {
   }
   problems.push(...membersProblems(ext.rpc, 'rpc', (method, key) => (typeof method.handle === 'function' ? [] : [`rpc.${key}.handle must be a function`])));
   problems.push(...membersProblems(ext.actions, 'actions', (action, key) => actionProblems(action, key, name)));
+  if (ext.console !== undefined) problems.push(...consoleProblems(ext.console, ext.actions));
+  return problems;
+}
+
+/** Each screen names a `GET` action the extension has: the console can only read through a screen. */
+function consoleProblems(value: unknown, actions: unknown): string[] {
+  const screens = value !== null && typeof value === 'object' ? (value as { screens?: unknown }).screens : undefined;
+  if (!Array.isArray(screens) || screens.length === 0) return ['console.screens must be a non-empty list'];
+  const problems: string[] = [];
+  const ids = new Set<string>();
+  screens.forEach((screen: unknown, i) => {
+    const s = (screen ?? {}) as Record<string, unknown>;
+    if (typeof s.id !== 'string' || !MEMBER.test(s.id)) problems.push(`console.screens[${i}].id must be 1-64 of A-Z a-z 0-9 _ -`);
+    else if (ids.has(s.id)) problems.push(`console.screens[${i}].id ${s.id} is used twice`);
+    else ids.add(s.id);
+    if (typeof s.title !== 'string' || !/^[\x20-\x7e]{1,64}$/.test(s.title)) problems.push(`console.screens[${i}].title must be 1-64 printable characters`);
+    const action = typeof s.action === 'string' ? (actions as Record<string, { method?: unknown }> | undefined)?.[s.action] : undefined;
+    if (!action || action.method !== 'GET') problems.push(`console.screens[${i}].action must name a GET action of this extension`);
+    if (s.fields !== undefined && (!Array.isArray(s.fields) || s.fields.length > 16 || !s.fields.every((f) => typeof f === 'string' && MEMBER.test(f)))) {
+      problems.push(`console.screens[${i}].fields must be at most 16 names of A-Z a-z 0-9 _ -`);
+    }
+  });
   return problems;
 }
 

@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../contracts/schema';
-import type { Extension, ExtensionAction } from './extension';
+import type { Extension } from './extension';
 
 /** What an export holds for an extension without an export hook. */
 export const EXPORT_SKIPPED = { skipped: true, reason: 'no_export_hook' } as const;
@@ -29,16 +29,7 @@ export class ExtensionExportFailed extends Error {
 
 /** The extensions this node runs, in the order the `extensions` setting lists them. */
 export class InstalledExtensions {
-  readonly #byName: ReadonlyMap<string, Extension>;
-
-  constructor(readonly list: readonly Extension[]) {
-    this.#byName = new Map(list.map((e) => [e.name, e]));
-  }
-
-  action(extension: string, action: string): ExtensionAction | undefined {
-    const actions = this.#byName.get(extension)?.actions;
-    return actions && Object.hasOwn(actions, action) ? actions[action] : undefined;
-  }
+  constructor(readonly list: readonly Extension[]) {}
 
   /** Each extension's part of an export, read in the export's own snapshot. */
   async exportAll(trx: Transaction<Database>, playerId: string): Promise<Record<string, unknown>> {

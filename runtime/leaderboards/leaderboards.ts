@@ -5,6 +5,12 @@ type LeaderboardSettings = Pick<Settings, 'leaderboards' | 'leaderboard_max_boar
 
 const DEFAULT_RULES: BoardRules = { order: 'desc', operator: 'best' };
 
+/** Told of every change made through this node, so a fleet can make it on every node (host/fleet/leaderboards.ts). */
+export interface LeaderboardObserver {
+  submitted(boardId: string, playerId: string, score: bigint, subScore: bigint, now: number): void;
+  erased(playerId: string): void;
+}
+
 /**
  * This node's boards (service.md 4.7: boards are node-local). A board opens
  * on its first submission, with the rules the `leaderboards` setting gives
@@ -13,6 +19,7 @@ const DEFAULT_RULES: BoardRules = { order: 'desc', operator: 'best' };
  */
 export class Leaderboards {
   readonly #boards = new Map<string, Board>();
+  observer: LeaderboardObserver | null = null;
 
   constructor(private readonly settings: LeaderboardSettings) {}
 
@@ -24,7 +31,27 @@ export class Leaderboards {
 
   /** Applies a score under the board's operator; null when the board does not exist and the node holds its maximum of boards. */
   submit(boardId: string, playerId: string, score: bigint, subScore: bigint, now: number): Standing | null {
-    return this.#open(boardId)?.submit(playerId.toLowerCase(), score, subScore, now) ?? null;
+    const id = playerId.toLowerCase();
+    const standing = this.#open(boardId)?.submit(id, score, subScore, now) ?? null;
+    if (standing) this.observer?.submitted(boardId, id, score, subScore, now);
+    return standing;
+  }
+
+  /**
+   * A submission another node made, applied here so every node's board
+   * holds the same entries. `set` keeps the later of two submissions (by the
+   * submitting nodes' clocks; the higher score on a tie), so nodes that see
+   * two of them in different orders still agree; `best` and `incr` agree in
+   * any order.
+   */
+  applyRemote(boardId: string, playerId: string, score: bigint, subScore: bigint, at: number): void {
+    const board = this.#open(boardId);
+    if (!board) return;
+    if (board.rules.operator === 'set') {
+      const held = board.get(playerId);
+      if (held && (at < held.updatedAt || (at === held.updatedAt && score <= held.score))) return;
+    }
+    board.submit(playerId, score, subScore, at);
   }
 
   top(boardId: string, count: number): Standing[] {
@@ -42,6 +69,12 @@ export class Leaderboards {
 
   /** Drops the player from every board (after an erasure committed). */
   erase(playerId: string): void {
+    this.eraseHere(playerId);
+    this.observer?.erased(playerId);
+  }
+
+  /** Drops the player from this node's boards only (an erasure another node made). */
+  eraseHere(playerId: string): void {
     for (const board of this.#boards.values()) board.remove(playerId);
   }
 

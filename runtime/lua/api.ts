@@ -38,6 +38,21 @@ import type { ZoneSpatial } from './spatial';
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 export type JsonObject = { [key: string]: JsonValue };
 
+/**
+ * A table a reader wants as named fields: an object as it is, an empty
+ * table nested in what was read (which encodes as `[]`) as `{}`, anything
+ * else null.
+ */
+export function asObjectJson(value: JsonValue | undefined): JsonObject | null {
+  if (isObjectJson(value)) return value;
+  return Array.isArray(value) && value.length === 0 ? {} : null;
+}
+
+/** True when the value is a table that encoded as a JSON object (not an array). */
+export function isObjectJson(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** File access, confined to the game directory; the host supplies it. */
 export interface ScriptSource {
   /** Text of a file given by a '/'-separated path relative to the game directory, or null when absent. */
@@ -71,6 +86,19 @@ export interface ModeInfo {
   operator: JsonObject;
   /** The world-only globals; null for a match mode. */
   world: WorldSettings | null;
+  /** The `bots` global after its rules (docs/decisions/0039); absent or null: no bots. */
+  bots?: BotsConfig | null;
+}
+
+/** A match mode's bots: who fills its queue and what drives them. */
+export interface BotsConfig {
+  /** The bot script, relative to the game directory (resolved from the mode script's directory). */
+  script: string;
+  /** Queue fill target: tickets (humans and bots) a waiting human is grouped with. */
+  min_players: number;
+  enabled: boolean;
+  /** The bot script's `names`, or the defaults. */
+  names: string[];
 }
 
 /** A world mode's globals after defaults (each documented in the README's "Writing a world"). */
@@ -138,6 +166,8 @@ export interface Budgets {
   lightMs: number;
   /** Bytes one call may grow the heap (JavaScript heap plus external memory) by. */
   heapBytes: number;
+  /** Wall-clock ms a call may wait for awaited bindings without it counting against its deadline (runtime/lua/vm.ts). */
+  bindingWaitMs: number;
   /**
    * Wall-clock ms for running a script's body: when a VM is built, on hot
    * reload, and for the loader's probes. Compiling and running a body with
@@ -197,6 +227,8 @@ export interface InstanceServices extends ScriptServices {
 export interface MatchServices extends InstanceServices {
   /** `game.match.set_joinable`. */
   setJoinable(joinable: boolean): void;
+  /** `game.bots.add(name)` (name already checked) / `game.bots.remove(name_or_id)`: carried out by the host after the call. */
+  bots?(op: 'add' | 'remove', name: string): void;
 }
 
 /** A world's terrain as scripts reach it (`game.terrain`). */
@@ -339,7 +371,7 @@ export const RESERVED_LEAVES: ReadonlySet<string> = new Set([
  * (docs/decisions/0021). The reference's per-callback ceilings (500 ms for
  * `tick`, 200 ms for `join`) are the most an operator may set.
  */
-export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000, heavyMs: 30, lightMs: 20, heapBytes: 32 * 1024 * 1024, loadMs: 250 };
+export const DEFAULT_BUDGETS: Budgets = { heavy: 1_000_000, light: 200_000, heavyMs: 30, lightMs: 20, heapBytes: 32 * 1024 * 1024, bindingWaitMs: 250, loadMs: 250 };
 /** Upper bounds for the operator's deadlines (the reference's per-callback ceilings). */
 export const DEADLINE_CEILINGS_MS = { heavy: 500, light: 200 } as const;
 

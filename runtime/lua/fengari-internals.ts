@@ -33,7 +33,7 @@
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
 import type { Logger } from '../platform/log';
-import { MAX_DEPTH, TOO_DEEP, cycleError, jsString, mixedObjectText, stringText } from './json-text';
+import { MAX_DEPTH, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
 
 /** The fengari release the speed internals were read against and tested on. */
 export const WRITTEN_FOR = '0.1.5';
@@ -575,7 +575,7 @@ function tableText(t: Table, depth: number): string {
       // Other keys are dropped and do not count.
     }
   }
-  if (n === 0) return '{}';
+  if (n === 0) return emptyTableText(depth);
   const next = depth + 1;
 
   if (ints === n && min >= 1 && max <= n) {

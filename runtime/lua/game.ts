@@ -9,6 +9,7 @@ import {
   GameLoadError,
   type GameInfo,
   type JsonObject,
+  type JsonValue,
   type ModeInfo,
   type WorldSettings,
   type OperatorModes,
@@ -17,6 +18,7 @@ import {
   RPC_SCRIPT,
 } from './api';
 import { silentLogger } from '../platform/log';
+import { readBotsConfig } from '../bots/config';
 import { isObjectJson, jsString, toJson } from './marshal';
 import { ScriptRpc } from './rpc';
 import { lauxlib, lua, Sandbox, to_luastring } from './vm';
@@ -105,6 +107,18 @@ class Globals {
     return this.with(name, (L, type) => (type === lua.LUA_TSTRING ? jsString(lua.lua_tostring(L, -1)) : null));
   }
 
+  /** A table global as JSON (undefined when it is not a table or cannot be encoded). */
+  table(name: string): JsonValue | undefined {
+    return this.with(name, (L, type) => {
+      if (type !== lua.LUA_TTABLE) return undefined;
+      try {
+        return toJson(L, -1);
+      } catch {
+        return undefined;
+      }
+    });
+  }
+
   /** Strict boolean: any other non-nil value is ignored with a notice. */
   boolean(name: string): boolean | null {
     return this.with(name, (L, type) => {
@@ -131,11 +145,11 @@ function readMode(source: ScriptSource, name: string, file: string, operator: Js
   const g = new Globals(sandbox, file, notices);
   const kind = g.string('game_type') === 'world' ? 'world' : 'match';
   const state_strategy = g.string('state_strategy') === 'shared' ? 'shared' : 'per_player';
-  if (operator) return operatorMode(name, file, kind, state_strategy, operator);
+  if (operator) return withBots(operatorMode(name, file, kind, state_strategy, operator), operator.bots, source, notices);
   const matchSize = g.integer('match_size');
   if (matchSize === null) throw new GameLoadError(file, 'match_size is missing');
   if (matchSize <= 0) throw new GameLoadError(file, 'match_size must be a positive integer');
-  return {
+  return withBots({
     name,
     kind,
     file,
@@ -149,7 +163,29 @@ function readMode(source: ScriptSource, name: string, file: string, operator: Js
     veto_tokens: Math.max(0, g.integer('veto_tokens') ?? 0),
     operator: {},
     world: kind === 'world' ? worldSettings((name) => g.number(name), (name) => g.boolean(name)) : null,
-  };
+  }, g.table('bots'), source, notices);
+}
+
+/** Match modes only: the `bots` global, with the bot script's `names` read in a probe of their own. */
+function withBots(mode: ModeInfo, value: JsonValue | undefined, source: ScriptSource, notices: GameInfo['notices']): ModeInfo {
+  if (mode.kind !== 'match' || value === undefined) return mode;
+  const bots = readBotsConfig({
+    value,
+    modeFile: mode.file,
+    match_size: mode.match_size,
+    max_players: mode.max_players,
+    namesOf: (script) => {
+      try {
+        return new Globals(evaluateScript(source, script), script, notices).table('names');
+      } catch (err) {
+        // A broken or missing bot script still fills the queue: its bots play the built-in AI.
+        notices.push({ file: script, message: `bot script not loaded (bots use the built-in AI): ${(err as Error).message}` });
+        return undefined;
+      }
+    },
+    notice: (message) => notices.push({ file: mode.file, message }),
+  });
+  return bots === null ? mode : { ...mode, bots };
 }
 
 /**

@@ -7,6 +7,7 @@
 import { DEFAULT_BUDGETS, type Budgets, type CallResult, type FailureKind, isLimitKind, type JoinResult, type JsonObject, type LimitKind, type ScriptServices, type ScriptSource } from './api';
 import { dirOf } from './game';
 import { jsString, pushGlobal, pushJson, pushRegistry, pushStringObject, stringObject, type LuaStringObject } from './marshal';
+import { SNAPSHOT_MAX_ENTRIES, VmSnapshot } from './snapshot';
 import { lauxlib, lua, Sandbox, type Outcome } from './vm';
 import type { LogFields } from '../platform/log';
 
@@ -77,7 +78,7 @@ export abstract class ScriptInstance<Callback extends string> {
     this.services = options.services;
     this.#logFields = options.logFields;
     this.budgets = { ...DEFAULT_BUDGETS, ...options.budgets };
-    this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.file), heapBudget: this.budgets.heapBytes });
+    this.sandbox = new Sandbox({ source: options.source, baseDir: dirOf(options.file), heapBudget: this.budgets.heapBytes, bindingWait: this.budgets.bindingWaitMs });
     this.L = this.sandbox.L;
   }
 
@@ -128,18 +129,24 @@ export abstract class ScriptInstance<Callback extends string> {
    * and the slot keeps its value. Extra results stay on the stack above the
    * call's base for the caller to read; it clears the stack after.
    */
-  protected tableCall(callback: Callback, slot: RegistrySlot, nargs: number, budget: number, ms: number): Outcome {
+  protected tableCall(callback: Callback, slot: RegistrySlot, nargs: number, budget: number, ms: number, revert = false): Outcome {
     const L = this.L;
+    // `revert`: the last argument is the state, and a failed call leaves no trace in the VM.
+    const snapshot = revert ? this.snapshot(callback, -1) : null;
     const out = this.sandbox.call(nargs, budget, ms);
     if (!out.ok) {
+      snapshot?.restore();
       this.fail(callback, out.kind, out.message);
       return out;
     }
     if (out.results < 1 || lua.lua_type(L, -out.results) !== lua.LUA_TTABLE) {
       const message = `${callback} must return a table`;
+      lua.lua_settop(L, 0);
+      snapshot?.restore();
       this.fail(callback, 'malformed', message);
       return { ok: false, kind: 'malformed', message };
     }
+    snapshot?.release();
     lua.lua_pushvalue(L, -out.results);
     slot.store();
     return out;
@@ -160,32 +167,50 @@ export abstract class ScriptInstance<Callback extends string> {
     }
     pushStringObject(L, id);
     state.push();
+    const snapshot = this.snapshot(join, -1);
     pushJson(L, ctx);
     const out = this.sandbox.call(3, this.budgets.light, this.budgets.lightMs);
     if (!out.ok) {
+      snapshot?.restore();
       this.fail(join, out.kind, out.message);
       return { ok: false, refused: false, kind: out.kind, message: out.message };
     }
     const first = out.results > 0 ? lua.lua_type(L, -out.results) : lua.LUA_TNONE;
     if (first === lua.LUA_TTABLE) {
+      snapshot?.release();
       lua.lua_settop(L, 1);
       state.store();
       lua.lua_settop(L, 0);
       return { ok: true };
     }
-    if (first === lua.LUA_TNIL || first === lua.LUA_TNONE || (first === lua.LUA_TBOOLEAN && !lua.lua_toboolean(L, -out.results))) {
-      let reason: string | undefined;
-      if (out.results >= 2 && lua.lua_type(L, -out.results + 1) === lua.LUA_TSTRING) {
-        const text = jsString(lua.lua_tostring(L, -out.results + 1));
-        if (text.length > 0 && text.length <= REASON_MAX && /^[\x20-\x7e]+$/.test(text)) reason = text;
-      }
-      lua.lua_settop(L, 0);
+    // Refused or malformed: nothing the call did persists (4.3), the reason read first.
+    let reason: string | undefined;
+    if (out.results >= 2 && lua.lua_type(L, -out.results + 1) === lua.LUA_TSTRING) {
+      const text = jsString(lua.lua_tostring(L, -out.results + 1));
+      if (text.length > 0 && text.length <= REASON_MAX && /^[\x20-\x7e]+$/.test(text)) reason = text;
+    }
+    const refused = first === lua.LUA_TNIL || first === lua.LUA_TNONE || (first === lua.LUA_TBOOLEAN && !lua.lua_toboolean(L, -out.results));
+    lua.lua_settop(L, 0);
+    snapshot?.restore();
+    if (refused) {
       if (first === lua.LUA_TNONE) this.report(join, 'malformed', 'join_returned_no_state');
       return reason === undefined ? { ok: false, refused: true } : { ok: false, refused: true, reason };
     }
-    lua.lua_settop(L, 0);
     this.fail(join, 'malformed', 'join must return the state, or nil/false [, reason] to refuse');
     return { ok: false, refused: false, kind: 'malformed', message: 'join returned neither a state nor a refusal' };
+  }
+
+  /**
+   * A snapshot of the VM (globals and the state at `stateIndex`) for a call
+   * whose failure or refusal must leave no trace; null, logged, when the VM
+   * is too big to copy (that call then keeps what it did).
+   */
+  protected snapshot(callback: Callback, stateIndex: number): VmSnapshot | null {
+    const snapshot = VmSnapshot.take(this.L, stateIndex);
+    if (!snapshot && this.services.limits.take('script_log', `${this.file}:${callback}:snapshot`).ok) {
+      this.services.log.warn('lua_snapshot_skipped', { ...this.#logFields, callback, script: this.file, detail: `the VM holds over ${SNAPSHOT_MAX_ENTRIES} table entries and upvalues: this call is not reverted if it fails` });
+    }
+    return snapshot;
   }
 
   protected fail(callback: Callback | 'reload', kind: FailureKind, message: string): CallResult {

@@ -9,6 +9,16 @@ const { to_jsstring } = fengari;
 
 export const MAX_DEPTH = 64;
 
+/**
+ * An empty table: `{}` at the top of a value (a view, a `_result`, a
+ * broadcast payload), `[]` anywhere inside one, where clients of this API
+ * family expect an empty list (`boons = {}` is an empty collection far more
+ * often than an empty record).
+ */
+export function emptyTableText(depth: number): string {
+  return depth === 0 ? '{}' : '[]';
+}
+
 /** What a table nested deeper than MAX_DEPTH becomes. */
 export const TOO_DEEP = 'too_deep';
 

@@ -4,7 +4,8 @@
  *    become 1-based sequences; integral numbers become Lua integers (fengari's
  *    are 32-bit: larger integral numbers become floats).
  *  - Lua -> JS: a table whose keys are exactly 1..n is an array, an empty
- *    table is `{}`, any other table an object with string keys (number and
+ *    table is `{}` at the top and `[]` nested inside a value (5.4), any
+ *    other table an object with string keys (number and
  *    boolean keys are written as strings, other keys dropped); integral
  *    numbers stay integers; functions, threads and userdata are dropped
  *    (`null` inside an array, where dropping would shift the rest); NaN and
@@ -18,10 +19,11 @@
  */
 import type { JsonValue } from './api';
 import { internals, type LuaStringObject } from './fengari-internals';
-import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, jsString, mixedObjectText, stringText } from './json-text';
+import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
 import { lua, to_luastring } from './vm';
 
 export { MAX_DEPTH, MarshalError, jsString, type LuaStringObject };
+export { asObjectJson, isObjectJson } from './api';
 
 // Object keys repeat endlessly (every view has `players`, `x`, `y` ...).
 // Encoding each to UTF-8 again is the hot path, so a bounded cache keeps
@@ -213,7 +215,7 @@ function tableText(L: any, index: number, depth: number): string {
     lua.lua_pop(L, 1);
   }
   const n = kept.length;
-  if (n === 0) return '{}';
+  if (n === 0) return emptyTableText(depth);
 
   if (ints === n && min >= 1 && max <= n) {
     const texts: (string | undefined)[] = new Array(n);
@@ -252,10 +254,6 @@ function tableText(L: any, index: number, depth: number): string {
   return mixedObjectText(fields);
 }
 
-/** True when the value is a table that encoded as a JSON object (not an array). */
-export function isObjectJson(value: JsonValue | undefined): value is Record<string, JsonValue> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /**
  * Entries of the table at `index` keyed by strings whose values are tables

@@ -25,7 +25,10 @@ import { lua } from './vm';
 const STATE_CHECK_EVERY = 10;
 const EMPTY_VIEW = '{}';
 
-type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'vote_requested' | 'vote_resolved';
+type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'vote_requested' | 'vote_resolved' | 'phases' | 'on_phase_started' | 'on_phase_ended';
+
+/** The reference's ceiling for `phases(config)` in its probe VM (4.10). */
+const PHASES_MS = 1000;
 
 const NAMES = {
   init: stringObject('init'),
@@ -36,6 +39,9 @@ const NAMES = {
   get_state: stringObject('get_state'),
   vote_requested: stringObject('vote_requested'),
   vote_resolved: stringObject('vote_resolved'),
+  phases: stringObject('phases'),
+  on_phase_started: stringObject('on_phase_started'),
+  on_phase_ended: stringObject('on_phase_ended'),
   _finished: stringObject('_finished'),
   _result: stringObject('_result'),
 };
@@ -52,11 +58,14 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   /** The shared strategy's view of the current tick. */
   private sharedView: string | null = null;
 
-  private constructor(options: MatchVmOptions) {
+  private readonly options: MatchVmOptions;
+
+  private constructor(options: MatchVmOptions, probe = false) {
     super({ source: options.source, file: options.mode.file, services: options.services, budgets: options.budgets, logFields: { match_id: options.matchId, mode: options.mode.name } });
     this.matchId = options.matchId;
     this.mode = options.mode;
     this.services = options.services;
+    this.options = options;
     this.state = new RegistrySlot(this.L);
     installGameTable(this.sandbox, {
       kind: 'match',
@@ -64,6 +73,7 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
       mode: this.mode.name,
       services: this.services,
       file: this.mode.file,
+      probe,
     });
   }
 
@@ -110,7 +120,7 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
     if (!this.pushCallback(NAMES.leave)) return { ok: true };
     pushStringObject(this.L, id);
     this.pushState();
-    return this.stateCall('leave', 2, this.budgets.light, this.budgets.lightMs);
+    return this.stateCall('leave', 2, this.budgets.light, this.budgets.lightMs, true);
   }
 
   input(playerId: string, input: JsonObject): void {
@@ -227,7 +237,51 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
     pushJson(this.L, template);
     pushJson(this.L, result);
     this.pushState();
-    return this.stateCall('vote_resolved', 3, this.budgets.light, this.budgets.lightMs);
+    return this.stateCall('vote_resolved', 3, this.budgets.light, this.budgets.lightMs, true);
+  }
+
+  /**
+   * `phases(config)` (4.10), once per match, in a probe VM: a second VM
+   * running the same body whose `game.*` functions change nothing and
+   * answer false, so the declaration cannot touch the match or the world
+   * outside it. What it returned, as JSON; undefined when the script
+   * declares no `phases`, or the probe or the call failed (no phases; logged).
+   */
+  probePhases(): JsonValue | undefined {
+    if (!this.pushCallback(NAMES.phases)) return undefined;
+    lua.lua_settop(this.L, 0);
+    const probe = new MatchVm(this.options, true);
+    try {
+      const loaded = probe.evaluate();
+      if (!loaded.ok) {
+        this.report('phases', 'error', `probe VM: ${loaded.error}`);
+        return undefined;
+      }
+      if (!probe.pushCallback(NAMES.phases)) return undefined;
+      pushJson(probe.L, {});
+      const out = probe.sandbox.call(1, this.budgets.heavy, Math.max(this.budgets.heavyMs, PHASES_MS));
+      if (!out.ok) {
+        this.report('phases', out.kind, out.message);
+        return undefined;
+      }
+      try {
+        return out.results > 0 ? toJson(probe.L, -out.results) : undefined;
+      } catch (err) {
+        this.report('phases', 'malformed', (err as Error).message);
+        return undefined;
+      }
+    } finally {
+      probe.close();
+    }
+  }
+
+  /** `on_phase_started(name, state)` / `on_phase_ended(name, state)`: returns the state; a failed call leaves no trace. */
+  phase(callback: 'on_phase_started' | 'on_phase_ended', name: string): CallResult {
+    this.sandbox.cap = Infinity;
+    if (!this.pushCallback(NAMES[callback])) return { ok: true };
+    pushJson(this.L, name);
+    this.pushState();
+    return this.stateCall(callback, 2, this.budgets.light, this.budgets.lightMs, true);
   }
 
   close(): void {
@@ -251,8 +305,8 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   }
 
   /** A callback that must return the new state (nothing or nil is a failed call). */
-  private stateCall(callback: Callback, nargs: number, budget: number, ms: number): CallResult {
-    const out = this.tableCall(callback, this.state, nargs, budget, ms);
+  private stateCall(callback: Callback, nargs: number, budget: number, ms: number, revert = false): CallResult {
+    const out = this.tableCall(callback, this.state, nargs, budget, ms, revert);
     lua.lua_settop(this.L, 0);
     return out.ok ? { ok: true } : out;
   }

@@ -116,7 +116,7 @@ export class ScriptRpc {
       else this.#report('reload', 'error', reloaded.error);
       return sandbox;
     }
-    const sandbox = new Sandbox({ source: this.#source, baseDir: '', heapBudget: this.#budgets.heapBytes });
+    const sandbox = new Sandbox({ source: this.#source, baseDir: '', heapBudget: this.#budgets.heapBytes, bindingWait: this.#budgets.bindingWaitMs });
     installGameTable(sandbox, { kind: 'rpc', file: RPC_SCRIPT, services: this.#services });
     const loaded = sandbox.runFile(RPC_SCRIPT, this.#budgets.heavy, this.#budgets.loadMs);
     if (!loaded.ok) {

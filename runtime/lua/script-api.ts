@@ -8,6 +8,7 @@ import { RESERVED_LEAVES, type InstanceServices, type JsonObject, type MatchServ
 import { pushSpatialTable } from './spatial';
 import { isObjectJson, jsString, luaString, MarshalError, pushJson, toJson } from './marshal';
 import { lua, type LuaFunction, type Sandbox } from './vm';
+import { BOT_NAME } from '../bots/ids';
 
 const LEAF = /^[A-Za-z0-9_-]{1,64}$/;
 const BROADCAST_LIMIT_BYTES = 64 * 1024;
@@ -28,7 +29,7 @@ const LEVELS: Record<string, 'debug' | 'info' | 'warn' | 'error'> = {
  * has `game.zone` and the zone forms of the spatial queries.
  */
 export type GameTableContext =
-  | { kind: 'match'; matchId: string; mode: string; file: string; services: MatchServices }
+  | { kind: 'match'; matchId: string; mode: string; file: string; services: MatchServices; probe?: boolean }
   | { kind: 'world'; worldId: string; mode: string; file: string; services: WorldServices }
   | { kind: 'zone'; worldId: string; mode: string; file: string; services: ZoneServices }
   | { kind: 'rpc'; file: string; services: ScriptServices };
@@ -134,6 +135,14 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
     });
     lua.lua_setfield(L, -2, luaString('set_joinable'));
     lua.lua_setfield(L, -2, luaString('match'));
+  } else if (context.kind !== 'rpc') {
+    // World and zone scripts get an error envelope, not a nil index (lua-scripting 7.2).
+    pushTable(L, { set_joinable: (L) => envelopeError(L, 'game.match is available to match scripts only') });
+    lua.lua_setfield(L, -2, luaString('match'));
+  }
+  if (context.kind !== 'rpc') {
+    pushTable(L, botFunctions(context.kind === 'match' ? context.services : null));
+    lua.lua_setfield(L, -2, luaString('bots'));
   }
 
   if (context.kind === 'world' || context.kind === 'zone') {
@@ -164,7 +173,7 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
       return 1;
     });
   for (const [namespace, bindings] of Object.entries(services.bindings ?? {})) {
-    if (['id', 'log', 'broadcast', 'send', 'match', 'spatial', 'terrain', 'zone'].includes(namespace)) continue;
+    if (['id', 'log', 'broadcast', 'send', 'match', 'bots', 'spatial', 'terrain', 'zone'].includes(namespace)) continue;
     if (typeof bindings === 'function') {
       pushBinding(namespace, bindings);
     } else {
@@ -177,7 +186,48 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
     lua.lua_setfield(L, -2, luaString(namespace));
   }
 
+  if (context.kind === 'match' && context.probe) stubForProbe(L);
   lua.lua_setglobal(L, luaString('game'));
+}
+
+/**
+ * A probe VM's `game` table (the table on top of the stack): every function
+ * that could change something answers false and does nothing; `game.id`
+ * stays, since it changes nothing.
+ */
+function stubForProbe(L: any): void {
+  const table = lua.lua_gettop(L);
+  const stub = (L: any) => {
+    lua.lua_pushboolean(L, false);
+    return 1;
+  };
+  const names: string[] = [];
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, table) !== 0) {
+    names.push(jsString(lua.lua_tostring(L, -2)));
+    lua.lua_pop(L, 1);
+  }
+  for (const name of names) {
+    if (name === 'id') continue;
+    const key = luaString(name);
+    if (lua.lua_getfield(L, table, key) === lua.LUA_TTABLE) {
+      const inner: string[] = [];
+      lua.lua_pushnil(L);
+      while (lua.lua_next(L, -2) !== 0) {
+        inner.push(jsString(lua.lua_tostring(L, -2)));
+        lua.lua_pop(L, 1);
+      }
+      for (const fn of inner) {
+        lua.lua_pushcfunction(L, stub);
+        lua.lua_setfield(L, -2, luaString(fn));
+      }
+      lua.lua_pop(L, 1);
+    } else {
+      lua.lua_pop(L, 1);
+      lua.lua_pushcfunction(L, stub);
+      lua.lua_setfield(L, table, key);
+    }
+  }
 }
 
 function pushTable(L: any, functions: Record<string, LuaFunction>): void {
@@ -186,6 +236,29 @@ function pushTable(L: any, functions: Record<string, LuaFunction>): void {
     lua.lua_pushcfunction(L, fn);
     lua.lua_setfield(L, -2, luaString(name));
   }
+}
+
+/**
+ * `game.bots` (7.5): asynchronous, so a full match, a duplicate name or the
+ * bot ceiling is found out by the host afterwards and is a silent no-op.
+ */
+function botFunctions(services: MatchServices | null): Record<string, LuaFunction> {
+  const matchOnly = (L: any) => envelopeError(L, 'game.bots is available to match scripts only');
+  if (services === null) return { add: matchOnly, remove: matchOnly };
+  return {
+    add: (L) => {
+      const name = stringArg(L, 1);
+      if (name === null || !BOT_NAME.test(name)) return envelopeError(L, 'game.bots.add(name): name must be 1-32 characters of A-Z a-z 0-9 _ -');
+      services.bots?.('add', name);
+      return pushTrue(L);
+    },
+    remove: (L) => {
+      const name = stringArg(L, 1);
+      if (name === null) return envelopeError(L, 'game.bots.remove(name_or_id): a bot name or id is required');
+      services.bots?.('remove', name);
+      return pushTrue(L);
+    },
+  };
 }
 
 /** A number argument, or null. */

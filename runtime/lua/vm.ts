@@ -70,9 +70,32 @@ function hook(L: any): void {
   sb.check(L);
 }
 
-/** When the running call must end (epoch ms); now when no call runs. */
-export function runningDeadline(): number {
-  return active ? active.deadline : Date.now();
+/**
+ * How long the running call may wait for a binding's answer (epoch ms): its
+ * deadline plus what is left of its wait allowance; now when no call runs.
+ */
+export function bindingWaitLimit(): number {
+  return active ? active.deadline + active.waitAllowance : Date.now();
+}
+
+/**
+ * Time a call spends waiting for an awaited binding (a database round trip on
+ * the main thread) is not the script's own work, so a busy database must not
+ * fail an honest callback: the wait moves the call's deadline (and its tick's
+ * cap) on, up to BINDING_WAIT_ALLOWANCE_MS in all per call. A change the main
+ * thread committed (`committed`) is excused in full, however long it took, so
+ * that the script always lives to record it instead of failing right after
+ * and repeating it on its next call. The allowance (`lua_binding_wait_ms`)
+ * is what bounds how long one script's bindings may hold its worker's other
+ * matches.
+ */
+export function excuseBindingWait(waitedMs: number, committed: boolean): void {
+  const sb = active;
+  if (!sb || waitedMs <= 0) return;
+  const excused = committed ? waitedMs : Math.min(waitedMs, sb.waitAllowance);
+  sb.waitAllowance = Math.max(0, sb.waitAllowance - excused);
+  sb.deadline += excused;
+  sb.cap += excused;
 }
 
 /**
@@ -98,6 +121,8 @@ export interface SandboxOptions {
   baseDir: string;
   /** Bytes a call may grow the heap by (the per-callback heap bound); DEFAULT_BUDGETS.heapBytes when absent. */
   heapBudget?: number;
+  /** Binding wait (ms) a call may spend without it counting against its deadline; DEFAULT_BUDGETS.bindingWaitMs when absent. */
+  bindingWait?: number;
 }
 
 /** A JS function callable from Lua; returns the number of results it pushed. */
@@ -107,10 +132,13 @@ export class Sandbox {
   readonly L: any;
   remaining = 0;
   deadline = 0;
+  /** What is left of the running call's binding wait allowance (ms; see excuseBindingWait). */
+  waitAllowance = 0;
   /** No call may run past this instant (a match caps the whole of one tick with it). */
   cap = Infinity;
   heapAtStart = 0;
   readonly heapBudget: number;
+  readonly bindingWait: number;
   exhausted = false;
   private failure: { kind: FailureKind; message: string } | null = null;
   private readonly source: ScriptSource;
@@ -122,6 +150,7 @@ export class Sandbox {
     this.source = options.source;
     this.baseDir = options.baseDir;
     this.heapBudget = options.heapBudget ?? DEFAULT_BUDGETS.heapBytes;
+    this.bindingWait = options.bindingWait ?? DEFAULT_BUDGETS.bindingWaitMs;
     const L = lauxlib.luaL_newstate();
     this.L = L;
     // Only the libraries a game may use; never `io`, `package` or fengari's JS bridge.
@@ -145,6 +174,7 @@ export class Sandbox {
 
   private restrict(): void {
     const L = this.L;
+    this.installRandom();
     for (const name of ['dofile', 'loadfile', 'print', 'collectgarbage', 'load', 'loadstring', 'require', 'package', 'io']) {
       lua.lua_pushnil(L);
       lua.lua_setglobal(L, to_luastring(name));
@@ -188,16 +218,22 @@ export class Sandbox {
         end
         return unpack(t, i, j)
       end
-      local random = math.random
+      local draw, reseed = math.random, math.randomseed
       math.random = function(m, n)
-        if m == nil or type(m) ~= "number" or (n == nil and m < 1) then return random() end
-        if n == nil then return random(floor(m)) end
-        if type(n) ~= "number" then return random() end
-        local a = m < 0 and -floor(-m) or floor(m)
-        local b = n < 0 and -floor(-n) or floor(n)
-        return random(a, b)
+        if m == nil or type(m) ~= "number" or (n == nil and m < 1) then return draw() end
+        local a, b = 1, floor(m)
+        if n ~= nil then
+          if type(n) ~= "number" then return draw() end
+          a = m < 0 and -floor(-m) or floor(m)
+          b = n < 0 and -floor(-n) or floor(n)
+        end
+        if a > b then error("bad argument #" .. (n == nil and 1 or 2) .. " to 'random' (interval is empty)", 2) end
+        return floor(draw() * (b - a + 1)) + a
       end
-      math.randomseed = function() end
+      math.randomseed = function(x)
+        if x ~= nil and type(x) ~= "number" then error("bad argument #1 to 'randomseed' (number expected, got " .. type(x) .. ")", 2) end
+        reseed(x)
+      end
       local sqrt = math.sqrt
       math.sqrt = function(x)
         if type(x) ~= "number" or x < 0 then return 0.0 end
@@ -207,6 +243,47 @@ export class Sandbox {
     const loaded = lauxlib.luaL_loadbufferx(L, to_luastring(prelude), null, to_luastring('=prelude'), to_luastring('t'));
     if (loaded !== lua.LUA_OK) throw new Error(`prelude: ${lua.lua_tojsstring(L, -1)}`);
     lua.lua_call(L, 0, 0);
+  }
+
+  /**
+   * The generator under `math.random`: the host's until `math.randomseed(x)`
+   * seeds this VM's own (fengari's seeded generator is one per process, so
+   * a seed there would be shared by every VM of the worker). The same seed
+   * gives the same sequence in any VM, on any node; `math.randomseed()`
+   * without a seed goes back to the host's. docs/decisions/0040.
+   */
+  private installRandom(): void {
+    const L = this.L;
+    let state: number | null = null;
+    lua.lua_getglobal(L, to_luastring('math'));
+    lua.lua_pushcfunction(L, (L: any) => {
+      if (state === null) {
+        lua.lua_pushnumber(L, Math.random());
+        return 1;
+      }
+      // xorshift32: small, fast, and plenty for game dice (not for secrets).
+      let x = state;
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      state = x | 0;
+      lua.lua_pushnumber(L, (x >>> 0) / 4294967296);
+      return 1;
+    });
+    lua.lua_setfield(L, -2, to_luastring('random'));
+    lua.lua_pushcfunction(L, (L: any) => {
+      if (lua.lua_isnoneornil(L, 1)) {
+        state = null;
+        return 0;
+      }
+      const seed: number = lua.lua_tonumber(L, 1);
+      // Whole and fractional parts both count; the mix spreads nearby seeds apart; xorshift needs a non-zero state.
+      const mixed = Math.imul((Math.trunc(seed) ^ Math.trunc((seed % 1) * 4294967296)) ^ 0x9e3779b9, 0x85ebca6b);
+      state = (mixed ^ (mixed >>> 16)) | 0 || 1;
+      return 0;
+    });
+    lua.lua_setfield(L, -2, to_luastring('randomseed'));
+    lua.lua_pop(L, 1);
   }
 
   private keepOnly(table: string, keep: string[]): void {
@@ -276,6 +353,7 @@ export class Sandbox {
     active = this;
     this.remaining = budget;
     this.deadline = Math.min(Date.now() + timeLimitMs, this.cap);
+    this.waitAllowance = this.bindingWait;
     this.heapAtStart = heapInUse();
     this.exhausted = false;
     this.failure = null;

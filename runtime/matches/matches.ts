@@ -1,4 +1,5 @@
 import type { Db } from '../platform/database';
+import { isBotId } from '../bots/ids';
 import { isoSeconds, jsonb } from '../platform/database';
 import { ApiError } from '../contracts/errors';
 import { newestFirst } from '../platform/pages';
@@ -30,8 +31,10 @@ export async function recordFinishedMatch(db: Db, record: NewMatchRecord): Promi
   const played = new Set(record.players);
   const pick = (one: unknown, many: unknown) =>
     [...new Set([one, ...(Array.isArray(many) ? many : [])])].filter((id): id is string => typeof id === 'string' && played.has(id));
-  const winners = pick(record.result.winner, record.result.winners);
-  const losers = pick(record.result.loser, record.result.losers);
+  // Bots are in the record's roster but have no account to count games on.
+  const winners = pick(record.result.winner, record.result.winners).filter((id) => !isBotId(id));
+  const losers = pick(record.result.loser, record.result.losers).filter((id) => !isBotId(id));
+  const people = [...played].filter((id) => !isBotId(id));
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('match_records')
@@ -46,9 +49,9 @@ export async function recordFinishedMatch(db: Db, record: NewMatchRecord): Promi
         finished_at: record.finishedAt,
       })
       .execute();
-    if (played.size === 0) return;
+    if (people.length === 0) return;
     const at = record.finishedAt;
-    await trx.updateTable('player_stats').set((eb) => ({ games_played: eb('games_played', '+', 1), updated_at: at })).where('player_id', 'in', [...played]).execute();
+    await trx.updateTable('player_stats').set((eb) => ({ games_played: eb('games_played', '+', 1), updated_at: at })).where('player_id', 'in', people).execute();
     if (winners.length) await trx.updateTable('player_stats').set((eb) => ({ wins: eb('wins', '+', 1) })).where('player_id', 'in', winners).execute();
     if (losers.length) await trx.updateTable('player_stats').set((eb) => ({ losses: eb('losses', '+', 1) })).where('player_id', 'in', losers).execute();
   });

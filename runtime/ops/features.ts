@@ -30,8 +30,8 @@ export function features(ctx: Pick<Ctx, 'settings' | 'game' | 'identity' | 'exte
     ['iap_apple', Boolean(s.apple_bundle_id && (s.apple_root_cert_path || s.apple_root_certs?.length))],
     ['iap_google', Boolean(s.google_package_name && (s.google_service_account_key_path || s.google_service_account_key))],
     ['operator_tokens', true],
-    // Not built yet: they report off until they land.
-    ['console', false],
+    ['console', s.console],
+    // Not built yet: it reports off until it lands.
     ['metrics', false],
   ];
   return {

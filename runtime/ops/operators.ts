@@ -20,7 +20,7 @@ export function isCapability(value: unknown): value is Capability {
 
 export interface Operator {
   /** Which credential opened the plane. */
-  source: 'ops_secret' | 'ops_token';
+  source: 'ops_secret' | 'ops_token' | 'console';
   caps: ReadonlySet<Capability>;
   /** Who an audit row names for this caller. */
   actor: AuditActor;

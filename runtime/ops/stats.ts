@@ -69,7 +69,7 @@ const UNMEASURED: { [K in keyof NodeSample]: K extends 'node' ? string : null } 
   tick_lateness_p99_ms: null,
 };
 
-/** Players with a live socket on this node; null when presence is not running (the reference's "presence unavailable"). */
+/** Players with a live socket anywhere in the fleet; null when presence is not running or out of touch (the reference's "presence unavailable"). */
 function onlinePlayers(ctx: Pick<Ctx, 'live'>): number | null {
   try {
     return ctx.live.presence.onlineCount();

@@ -7,7 +7,7 @@
  * broadcasts `payload()` as `world.phase_changed`.
  */
 import { byteLength } from '../contracts/frames';
-import type { JsonObject, JsonValue } from '../lua/api';
+import { asObjectJson, isObjectJson, type JsonObject, type JsonValue } from '../lua/api';
 import { isStorableText } from '../platform/text';
 
 export type StartRule = { type: 'prev_ended' } | { type: 'all_ready' } | { type: 'timer'; ms: number } | { type: 'players'; count: number };
@@ -51,7 +51,7 @@ export function parsePhases(value: JsonValue | undefined): { phases: PhaseSpec[]
       break;
     }
     const entry = value[i];
-    if (!isObject(entry)) {
+    if (!isObjectJson(entry)) {
       problems.push(`${at} is not a table; dropped`);
       continue;
     }
@@ -75,12 +75,9 @@ export function parsePhases(value: JsonValue | undefined): { phases: PhaseSpec[]
   return { phases, problems };
 }
 
-function isObject(v: JsonValue | undefined): v is JsonObject {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 function isEmptyTable(v: JsonValue): boolean {
-  return isObject(v) && Object.keys(v).length === 0;
+  return isObjectJson(v) && Object.keys(v).length === 0;
 }
 
 function validName(name: string): boolean {
@@ -115,7 +112,7 @@ function readStart(raw: JsonValue | undefined, named: string, problems: string[]
   if (raw === undefined || raw === 'prev_ended') return PREV_ENDED;
   if (raw === 'all_ready') return { type: 'all_ready' };
   if (typeof raw === 'number') return { type: 'timer', ms: clampMs(raw, `${named}: start timer`, problems) };
-  if (isObject(raw)) {
+  if (isObjectJson(raw)) {
     const { players, timer } = raw;
     if (players !== undefined && timer !== undefined) {
       problems.push(`${named}: start names both players and timer; prev_ended used`);
@@ -134,7 +131,9 @@ function readStart(raw: JsonValue | undefined, named: string, problems: string[]
 
 function readConfig(raw: JsonValue | undefined, named: string, problems: string[]): JsonObject {
   if (raw === undefined) return {};
-  if (isObject(raw)) return raw;
+  // An empty Lua table nested in the list encodes as [] (5.4): still an empty config.
+  const config = asObjectJson(raw);
+  if (config) return config;
   problems.push(`${named}: config is not a table of named values; {} used`);
   return {};
 }

@@ -9,13 +9,16 @@ import type { Player } from '../schemas/players';
  *
  * Every change made through this node evicts at once (the `profile_changed`
  * and `player_sessions_ended` effects); `ttlMs` only bounds how long a change
- * made elsewhere (another node, an operator's SQL) stays unseen. A read that
+ * made elsewhere stays unseen: an operator's SQL, or another node of a fleet
+ * without `onEvict` (a fleet passes every eviction on: host/fleet). A read that
  * started before an eviction may carry the old row: it answers its own
  * request but is not kept (the epoch check), as in the token cache.
  */
 export class ProfileCache {
   readonly #entries: LRUCache<string, Player> | null;
   #epoch = 0;
+  /** Told of every eviction made through this node, so a fleet can make it on every node. */
+  onEvict: ((playerId: string) => void) | null = null;
 
   constructor(ttlMs: number, maxEntries = 50_000) {
     this.#entries = ttlMs > 0 ? new LRUCache<string, Player>({ max: maxEntries, ttl: ttlMs }) : null;
@@ -31,6 +34,12 @@ export class ProfileCache {
   }
 
   evict(playerId: string): void {
+    this.evictHere(playerId);
+    this.onEvict?.(playerId);
+  }
+
+  /** Drops this node's copy only (an eviction another node made). */
+  evictHere(playerId: string): void {
     this.#epoch++;
     this.#entries?.delete(playerId);
   }

@@ -3,6 +3,7 @@ import { byteLength, isPlainObject } from '../contracts/frames';
 import type { JsonObject as ScriptObject } from '../lua/api';
 import { BooleanFilter, idOf, IsoTime, JsonObject, pageQuery, Success, Text, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame';
+import { PhaseListing } from './phases';
 import { coded, ruled } from './rules';
 
 /**
@@ -49,6 +50,7 @@ export const MatchListing = z.object({
   player_count: z.number().int(),
   max_players: z.number().int(),
   joinable: z.boolean(),
+  phase: PhaseListing.optional().meta({ description: 'only for modes that declare phases' }),
 });
 export type MatchListing = z.output<typeof MatchListing>;
 

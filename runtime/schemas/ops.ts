@@ -70,7 +70,7 @@ const figure = (description: string) => z.number().nullable().meta({ description
 /** One node's health (runtime/ops/stats.ts); the process figures are null on a host that does not measure them. */
 export const OpsStats = z.object({
   node: z.string().meta({ description: '<hostname>:<pid> of the answering process' }),
-  online_players: z.number().int().nullable().meta({ description: 'players with a live socket on this node; null when presence is not running' }),
+  online_players: z.number().int().nullable().meta({ description: 'players with a live socket on any node of the fleet (this node alone without Redis); null when presence is not running' }),
   uptime_ms: figure('process uptime'),
   event_loop_lag_p50_ms: figure('event-loop delay over the last 10 s window, median'),
   event_loop_lag_p99_ms: figure('event-loop delay, 99th percentile'),

@@ -4,6 +4,7 @@ import type { JsonObject as ScriptObject } from '../lua/api';
 import { EpochMs, JsonObject, Success, Text, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame';
 import { JoinCtx, ModeFilter } from './matches';
+import { PhaseListing } from './phases';
 import { coded, ruled } from './rules';
 import { votePushes } from './votes';
 
@@ -14,14 +15,6 @@ import { votePushes } from './votes';
 
 export const WorldStatus = z.enum(['loading', 'running', 'finished']);
 export type WorldStatus = z.output<typeof WorldStatus>;
-
-/** A phase in a listing: where the world's phases stand, cut down. */
-export const PhaseListing = z.object({
-  status: z.enum(['waiting', 'active', 'complete']),
-  phase: z.string().nullable(),
-  remaining_ms: z.number().int().nullable().optional(),
-  start_condition: z.union([z.string(), z.object({ type: z.string(), value: z.number() })]).optional(),
-});
 
 /** A live world in a listing and over REST: no roster, no `listed`, no `quick_play`. */
 export const WorldListing = z.object({

@@ -12,9 +12,9 @@ export type { Presence } from '../schemas/presence';
 
 /** What REST handlers and the ops plane read through `ctx.live.presence`. */
 export interface LivePresence {
-  /** The player's presence while they have a live socket on this node, else null. */
+  /** The player's presence while they have a live socket on any node of the fleet, else null. */
   get(playerId: string): Presence | null;
-  /** Distinct players with at least one authenticated socket on this node. */
+  /** Distinct players with at least one authenticated socket on any node; throws when the fleet's presence is out of touch. */
   onlineCount(): number;
 }
 

@@ -5,7 +5,7 @@
  * match host drives it today and a world can drive it the same way.
  */
 import { byteLength } from '../contracts/frames';
-import type { JsonValue } from '../lua/api';
+import { asObjectJson, type JsonValue } from '../lua/api';
 import { isUuid } from '../platform/ids';
 
 export type VoteMethod = 'plurality' | 'approval' | 'weighted' | 'ranked';
@@ -138,9 +138,11 @@ function shareOf(raw: JsonValue | undefined, fallback: number): number | null {
 
 function parseWeights(raw: JsonValue | undefined): Record<string, number> | null {
   if (raw === undefined) return {};
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  // An empty Lua table nested in the config arrives as [] (5.4): no weights.
+  const weights = asObjectJson(raw);
+  if (!weights) return null;
   const out: Record<string, number> = {};
-  for (const [id, w] of Object.entries(raw)) {
+  for (const [id, w] of Object.entries(weights)) {
     if (typeof w !== 'number' || !Number.isFinite(w) || w < 0) return null;
     out[id] = w;
   }

@@ -36,6 +36,8 @@ export interface TestServerOptions {
   game?: ServerOptions['game'];
   /** A clock the test can move (timers still run on real time). */
   clock?: Clock;
+  /** The fleet's Redis (host/fleet); unset, the node stands alone. */
+  redis?: ServerOptions['redis'];
 }
 
 /**
@@ -59,6 +61,7 @@ export async function startTestServer(raw: RawSettings = {}, options: TestServer
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.extraRoutes ? { routes: [...allRoutes(), ...options.extraRoutes] } : {}),
     ...(options.migrate ? { migrate: options.migrate } : {}),
+    ...(options.redis ? { redis: options.redis } : {}),
   });
   if (options.waitReady !== false) await running.ready;
   return {

@@ -32,8 +32,9 @@ export class TestSocket {
     });
   }
 
-  static open(server: TestServer, headers: Record<string, string> = {}): Promise<TestSocket> {
-    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/ws`, { headers });
+  /** `path` may carry a query (a fleet test routes `/ws?node=<id>` through its balancer). */
+  static open(server: Pick<TestServer, 'port'>, headers: Record<string, string> = {}, path = '/ws'): Promise<TestSocket> {
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}${path}`, { headers });
     const socket = new TestSocket(ws);
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(socket));

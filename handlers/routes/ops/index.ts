@@ -1,7 +1,9 @@
+import { z } from 'zod';
 import { listAudit, AUDIT_LIST } from '../../../runtime/ops/audit';
 import { eraseByOperator } from '../../../runtime/ops/erase';
 import { exportPlayer } from '../../../runtime/ops/export';
 import { features } from '../../../runtime/ops/features';
+import { ConsoleScreen, consoleScreens } from '../../../runtime/ops/console-screens';
 import { listRequest, type ListQuery } from '../../../runtime/ops/lists';
 import { BOARD_LIST, CHANNEL_LIST, ENTRY_LIST, listBoardEntries, listBoards, listChannels, listMatchmaker, MATCHMAKER_LIST } from '../../../runtime/ops/live';
 import { getOpsPlayer, listPlayers, PLAYER_LIST } from '../../../runtime/ops/players';
@@ -83,6 +85,18 @@ export const opsRoutes: Route[] = [
     response: oneOf(Features),
     errors: [],
     handle: async ({ ctx }) => ({ data: features(ctx) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/v1/ops/console/screens',
+    summary: 'Operator screens the installed extensions declare, for the console’s navigation',
+    tag: 'ops',
+    auth: 'operator',
+    capability: 'read',
+    rate: 'api',
+    response: oneOf(z.array(ConsoleScreen)),
+    errors: [],
+    handle: async ({ ctx }) => ({ data: consoleScreens(ctx) }),
   }),
   opsList({
     path: '/api/v1/ops/players',

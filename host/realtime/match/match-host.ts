@@ -19,6 +19,9 @@ import { TICK_MS } from './runner';
 import type { ScriptPool } from './pool';
 import { scriptSend } from '../script-bindings';
 import { MatchVotes } from './votes';
+import type { PhaseListing } from '../../../runtime/schemas/phases';
+import { MatchBots } from './bots';
+import { isBotId } from '../../../runtime/bots/ids';
 import type { Session, SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
 import type { Gateway, Reply } from '../gateway';
@@ -59,6 +62,9 @@ interface LiveMatch {
   startedAt: Date | null;
   slot: number;
   waitingTimer: ReturnType<typeof setTimeout> | null;
+  /** Where the mode's phases stood at their last transition (listing form), and when (wall ms) the lane said so; null without phases. */
+  phase: PhaseListing | null;
+  phaseAt: number;
 }
 
 /** Outcome of one join, as `match.joined` reports it. */
@@ -249,6 +255,7 @@ export class MatchHost implements LiveMatches {
   readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
   readonly #send: ReturnType<typeof scriptSend>;
   readonly #votes: MatchVotes;
+  readonly #bots: MatchBots<LiveMatch>;
   readonly #stateSent: Tally;
   #skippedSinceLog = 0;
   #skipLoggedAt = 0;
@@ -269,12 +276,23 @@ export class MatchHost implements LiveMatches {
     this.#send = scriptSend(sessions);
     this.#stateSent = sessions.metrics.frameOut('match.state');
     this.#votes = new MatchVotes(ctx, sessions, pool, (playerId) => this.#byPlayer.get(playerId));
+    this.#bots = new MatchBots(ctx, this, this.#votes);
     // A player whose last socket closed leaves the match (no reconnect grace for matches).
     sessions.onPlayerGone((playerId) => this.leave(playerId));
   }
 
   get size(): number {
     return this.#matches.size;
+  }
+
+  /** Ids of the live matches on this node (the fleet's directory publishes them). */
+  liveIds(): IterableIterator<string> {
+    return this.#matches.keys();
+  }
+
+  /** Bots in this node's matches: `game.bots`, their votes, their think times. */
+  get bots(): MatchBots<LiveMatch> {
+    return this.#bots;
   }
 
   /** The node's votes; worlds open theirs here too (one `vote.*` frame route). */
@@ -315,6 +333,8 @@ export class MatchHost implements LiveMatches {
       startedAt: null,
       slot: -1,
       waitingTimer: null,
+      phase: null,
+      phaseAt: 0,
     };
     // Registered before the script answers: it counts against match_max, and concurrent find_or_create callers converge on it.
     this.#matches.set(id, match);
@@ -386,7 +406,9 @@ export class MatchHost implements LiveMatches {
     if (match.status === 'finished') return;
     this.pool.leave(match.id, playerId);
     match.roster.delete(playerId);
-    if (match.roster.size === 0 && match.joining.size === 0) this.#stop(match, 'empty');
+    // Bots play for people: a match only bots are left in stops as an empty one does.
+    const human = (id: string) => !isBotId(id);
+    if (![...match.roster].some(human) && ![...match.joining.keys()].some(human)) this.#stop(match, 'empty');
   }
 
   list(filter: LiveMatchFilter): MatchListing[] {
@@ -421,6 +443,7 @@ export class MatchHost implements LiveMatches {
   close(): void {
     this.#wheel.close();
     this.#votes.close();
+    this.#bots.close();
     for (const t of this.#lingering) clearTimeout(t);
     for (const m of this.#matches.values()) if (m.waitingTimer) clearTimeout(m.waitingTimer);
     this.#matches.clear();
@@ -436,6 +459,8 @@ export class MatchHost implements LiveMatches {
         return this.#send(e.playerId, e.message);
       case 'answer':
         return;
+      case 'thinks':
+        return this.#bots.recordThinks(e.buckets);
     }
     const match = this.#matches.get(e.matchId);
     if (!match) return;
@@ -460,9 +485,18 @@ export class MatchHost implements LiveMatches {
       case 'joinable':
         match.joinable = e.joinable;
         return;
-      case 'vote':
-        if (match.status === 'running') this.#votes.open(match, e.config);
+      case 'phase':
+        match.phase = e.phase as PhaseListing;
+        match.phaseAt = Date.now();
         return;
+      case 'vote':
+        if (match.status === 'running') {
+          const voteId = this.#votes.open(match, e.config);
+          if (voteId !== null) this.#bots.voteOpened(match, voteId, e.config.options);
+        }
+        return;
+      case 'bots':
+        return this.#bots.request(match, e.op, e.name);
     }
   }
 
@@ -532,6 +566,8 @@ export class MatchHost implements LiveMatches {
   #run(match: LiveMatch): void {
     match.status = 'running';
     match.startedAt = new Date(this.ctx.clock.now());
+    // Phase time moves with ticks only: the wait for players did not spend any.
+    match.phaseAt = Date.now();
     if (match.waitingTimer) clearTimeout(match.waitingTimer);
     match.waitingTimer = null;
     match.slot = this.#wheel.add(match);
@@ -610,10 +646,18 @@ export class MatchHost implements LiveMatches {
       player_count: m.roster.size,
       max_players: m.mode.max_players,
       joinable: m.joinable,
+      ...(m.phase ? { phase: phaseNow(m) } : {}),
     };
   }
 
   #info(m: LiveMatch): JoinedInfo {
     return { ...this.#listing(m), players: [...m.roster], listed: m.mode.listed };
   }
+}
+
+/** A match's phase as of now: the remaining time counts down from the last transition while the match ticks. */
+function phaseNow(m: LiveMatch): PhaseListing {
+  const phase = m.phase!;
+  if (typeof phase.remaining_ms !== 'number' || m.status !== 'running') return phase;
+  return { ...phase, remaining_ms: Math.max(0, phase.remaining_ms - (Date.now() - m.phaseAt)) };
 }

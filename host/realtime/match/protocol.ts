@@ -58,6 +58,12 @@ export type LaneEvent =
   /** `vote_requested` asked for a vote (the lane asks no more until it hears `vote_resolved`). */
   | { k: 'vote'; matchId: string; config: VoteConfig & { vote_id: string } }
   | { k: 'finished'; matchId: string; result: JsonObject }
+  /** The match's phases moved: the listing form as of that instant (match-phases.ts). */
+  | { k: 'phase'; matchId: string; phase: JsonObject }
+  /** `game.bots.add(name)` / `game.bots.remove(name_or_id)`: the main thread admits or removes the bot. */
+  | { k: 'bots'; matchId: string; op: 'add' | 'remove'; name: string }
+  /** How long the batch's bot `think` calls took: `[bucket, count]` pairs (bot-lane.ts sizes the buckets). */
+  | { k: 'thinks'; buckets: [number, number][] }
   /**
    * What one world step (a tick, a join, a leave, a resync) produced. `tick`
    * events also carry the tick's lateness, how long its steps ran and the

@@ -15,6 +15,9 @@ import { ScriptRpc } from '../../../runtime/lua/rpc';
 import { parseVoteConfig } from '../../../runtime/votes/engine';
 import type { Answer, Command, LaneEvent } from './protocol';
 import { WorldRun, type WorldRecovery } from '../world/world-run';
+import { MatchPhases } from './match-phases';
+import { isBotId } from '../../../runtime/bots/ids';
+import { LaneBots } from './bot-lane';
 
 /** The match tick is fixed: ten ticks a second. */
 export const TICK_MS = 100;
@@ -48,6 +51,8 @@ interface RunnerMatch {
   failing: number;
   /** A vote this match asked for has not resolved yet: `vote_requested` is not called meanwhile. */
   voting: boolean;
+  /** The mode's phases (null without): they start at creation and move with ticks, joins and leaves. */
+  phases: MatchPhases | null;
 }
 
 interface LaneWorld {
@@ -70,9 +75,22 @@ export class ScriptRunner {
   };
   readonly #log: Logger;
   readonly #rpc: ScriptRpc | null;
+  readonly #bots: LaneBots;
 
   constructor(private readonly options: RunnerOptions) {
     this.#log = eventLogger((e) => this.#events.push(e));
+    this.#bots = new LaneBots({
+      source: options.source,
+      budgets: options.budgets,
+      services: {
+        log: this.#log.child({ component: 'bot' }),
+        limits: options.limits,
+        clock: options.clock,
+        ids: options.ids,
+        send: () => {},
+        failed: this.#failed,
+      },
+    });
     this.#rpc = options.rpc
       ? new ScriptRpc({
           source: options.source,
@@ -109,6 +127,13 @@ export class ScriptRunner {
       this.#events.push({ k: 'failures', counts: this.#failures });
       this.#failures = null;
     }
+    const thinks = this.#bots.takeThinks();
+    if (thinks) {
+      // Only the buckets that counted anything cross to the main thread.
+      const buckets: [number, number][] = [];
+      for (let i = 0; i < thinks.length; i++) if (thinks[i]! > 0) buckets.push([i, thinks[i]!]);
+      this.#events.push({ k: 'thinks', buckets });
+    }
     const out = this.#events;
     this.#events = [];
     return out;
@@ -123,13 +148,17 @@ export class ScriptRunner {
         if (!m) return this.#answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such match' });
         const r = m.vm.join(c.playerId, c.ctx);
         if (r.ok) m.players.add(c.playerId);
+        if (r.ok) m.phases?.players(m.players, c.playerId);
+        if (r.ok && isBotId(c.playerId)) this.#bots.join(c.matchId, c.playerId, m.mode.bots?.script ?? null);
         return this.#answer(c.req, r);
       }
       case 'leave': {
         const m = this.#matches.get(c.matchId);
         if (!m || !m.players.delete(c.playerId)) return;
+        this.#bots.leave(c.matchId, c.playerId);
         const r = m.vm.leave(c.playerId);
         if (!r.ok) this.#log.warn('match_leave_failed', { match_id: c.matchId, kind: r.kind });
+        m.phases?.players(m.players, null);
         return;
       }
       case 'input':
@@ -277,6 +306,7 @@ export class ScriptRunner {
           send: (playerId, message) => this.#events.push({ k: 'send', playerId, message }),
           failed: this.#failed,
           setJoinable: (joinable) => this.#events.push({ k: 'joinable', matchId, joinable }),
+          bots: (op, name) => this.#events.push({ k: 'bots', matchId, op, name }),
         },
       });
     } catch (err) {
@@ -289,7 +319,8 @@ export class ScriptRunner {
       log.warn('match_init_failed', { kind: init.kind, message: init.message });
       return { ok: false };
     }
-    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, voting: false });
+    const phases = MatchPhases.start(vm, log, (phase) => this.#events.push({ k: 'phase', matchId, phase }));
+    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, voting: false, phases });
     return { ok: true };
   }
 
@@ -303,13 +334,21 @@ export class ScriptRunner {
     const r = m.vm.tick();
     if (r.finished) return this.#finish(matchId, r.finished.result);
     if (!m.voting) this.#requestVote(matchId, m);
+    if (m.phases?.tick(TICK_MS)) return this.#finish(matchId, { status: 'phases_complete' });
     let shared: string | null = null;
     const views: [string, string][] = [];
     if (m.mode.state_strategy === 'shared') {
       const first = m.players.values().next();
-      if (!first.done) shared = stateFrame(m.vm.viewJson(first.value));
+      const view = first.done ? null : m.vm.viewJson(first.value);
+      if (view !== null) shared = stateFrame(view);
+      for (const playerId of m.players) if (view !== null && this.#bots.drives(matchId, playerId)) this.#botInput(m, matchId, playerId, view);
     } else {
-      for (const playerId of m.players) views.push([playerId, stateFrame(m.vm.viewJson(playerId))]);
+      for (const playerId of m.players) {
+        const view = m.vm.viewJson(playerId);
+        // A bot's view goes to its think, never to a socket.
+        if (this.#bots.drives(matchId, playerId)) this.#botInput(m, matchId, playerId, view);
+        else views.push([playerId, stateFrame(view)]);
+      }
     }
     const outcome = m.vm.finished();
     if (outcome) return this.#finish(matchId, outcome.result);
@@ -327,6 +366,12 @@ export class ScriptRunner {
       return this.#finish(matchId, { status: 'error', reason: 'script_budget' });
     }
     this.#events.push({ k: 'state', matchId, lateMs, shared, views });
+  }
+
+  /** A bot's decision is queued like a human's input: the next tick's `handle_input` sees it. */
+  #botInput(m: RunnerMatch, matchId: string, botId: string, view: string): void {
+    const input = this.#bots.think(matchId, botId, view);
+    if (input !== null) m.vm.input(botId, input);
   }
 
   #requestVote(matchId: string, m: RunnerMatch): void {
@@ -349,11 +394,13 @@ export class ScriptRunner {
   }
 
   #close(matchId: string): void {
+    this.#bots.close(matchId);
     this.#matches.get(matchId)?.vm.close();
     this.#matches.delete(matchId);
   }
 
   close(): void {
+    this.#bots.closeAll();
     for (const m of this.#matches.values()) m.vm.close();
     this.#matches.clear();
     for (const w of this.#worlds.values()) w.run.close();

@@ -65,10 +65,10 @@ export class MatchVotes {
     gateway.route(voteVeto, (s, p) => this.#veto(s, p));
   }
 
-  /** The match's script asked for a vote: everyone now in the match is eligible. */
-  open(match: VotingMatch, config: VoteConfig & { vote_id: string }): void {
+  /** The match's script asked for a vote: everyone now in the match is eligible. Returns the id it opened under, or null when one was already open. */
+  open(match: VotingMatch, config: VoteConfig & { vote_id: string }): string | null {
     const ballots = this.#ballots(match.id);
-    if (ballots.open) return;
+    if (ballots.open) return null;
     let id = config.vote_id;
     if (ballots.closed.has(id)) {
       this.ctx.log.warn('vote_id_reused', { match_id: match.id, vote_id: id });
@@ -78,6 +78,7 @@ export class MatchVotes {
     const firesAt = vote.closesAt();
     ballots.open = { vote, openedAt: new Date(this.ctx.clock.now()), firesAt, timer: this.#timer(match, firesAt) };
     this.#toRoster(match, 'vote_start', { vote_id: id, options: config.options, window_ms: config.window_ms, method: config.method });
+    return id;
   }
 
   /** The match ended: a vote still open is cancelled (recorded, never counted). */
@@ -96,8 +97,12 @@ export class MatchVotes {
 
   // ---- frames ----------------------------------------------------------------
 
-  #cast(session: Session, { vote_id, option_id }: VoteCast): Reply {
-    const playerId = session.playerId!;
+  #cast(session: Session, cast: VoteCast): Reply {
+    return this.castBy(session.playerId!, cast);
+  }
+
+  /** A cast as `vote.cast` makes it, for a player with no socket (a bot); throws the frame's FrameError. */
+  castBy(playerId: string, { vote_id, option_id }: VoteCast): Reply {
     const { match, open } = this.#target(playerId, vote_id);
     const now = Date.now();
     const cast = open.vote.cast(playerId, option_id, now);

@@ -6,7 +6,7 @@
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { JsonValue, ScriptBinding, ScriptBindings } from '../../../runtime/lua/api';
-import { runningDeadline } from '../../../runtime/lua/vm';
+import { bindingWaitLimit, excuseBindingWait } from '../../../runtime/lua/vm';
 import { systemClock } from '../../../runtime/contracts/context';
 import { uuidv7Source } from '../../../runtime/platform/ids';
 import { watchGameFiles } from '../../game';
@@ -20,40 +20,47 @@ let seq = 0;
 
 /**
  * A binding call blocks this thread until the main thread answers, at most
- * until the calling callback's deadline (it is stopped then anyway). The
- * main thread runs no scripts, so it answers within a fraction of a
- * millisecond unless it is overloaded, or within a database round trip for
- * an awaited binding. A late answer is recognised by its sequence number and
- * dropped. At the deadline the call is given up only if the main thread has
- * not claimed it to commit a change; a claimed call is waited for, so the
- * script learns of every change it made (the callback still fails on its
- * deadline right after).
+ * until the calling callback's deadline plus its binding wait allowance
+ * (runtime/lua/vm.ts: a database wait is not the script's work, within
+ * bounds). The main thread runs no scripts, so it answers within a fraction
+ * of a millisecond unless it is overloaded, or within a database round trip
+ * for an awaited binding. A late answer is recognised by its sequence number
+ * and dropped. At the limit the call is given up only if the main thread has
+ * not claimed it to commit a change; a claimed call is waited for, and its
+ * whole wait excused, so the script learns of every change it made and can
+ * record it.
  */
 function callMain(path: string[], args: JsonValue[], caller: BindingCall['caller']): JsonValue {
   const call: BindingCall = { seq: ++seq, path, args, caller };
   Atomics.store(signal, ANSWERED, 0);
   Atomics.store(signal, CLAIM, call.seq);
   data.port.postMessage(call);
-  let deadline = runningDeadline();
+  const started = Date.now();
+  let limit = bindingWaitLimit();
   let claimed = false;
   for (;;) {
-    const left = deadline - Date.now();
+    const left = limit - Date.now();
     if (left <= 0) {
-      if (claimed || Atomics.compareExchange(signal, CLAIM, call.seq, 0) === call.seq) return { error: 'binding_timeout' };
+      if (claimed || Atomics.compareExchange(signal, CLAIM, call.seq, 0) === call.seq) {
+        excuseBindingWait(Date.now() - started, false);
+        return { error: 'binding_timeout' };
+      }
       claimed = true;
-      deadline = Date.now() + CLAIMED_WAIT_MS;
+      limit = Date.now() + CLAIMED_WAIT_MS;
       continue;
     }
     Atomics.wait(signal, ANSWERED, 0, left);
     Atomics.store(signal, ANSWERED, 0);
     for (let m = receiveMessageOnPort(data.port); m; m = receiveMessageOnPort(data.port)) {
       const answer = m.message as BindingAnswer;
-      if (answer.seq === call.seq) return answer.result;
+      if (answer.seq !== call.seq) continue;
+      excuseBindingWait(Date.now() - started, Atomics.load(signal, CLAIM) === -call.seq);
+      return answer.result;
     }
   }
 }
 
-/** How long a claimed call is waited for past the deadline: a commit settles within the database's statement timeout; this only outlasts a main thread that stopped answering. */
+/** How long a claimed call is waited for past the limit: a commit settles within the database's statement timeout; this only outlasts a main thread that stopped answering. */
 const CLAIMED_WAIT_MS = 30_000;
 
 function proxyBindings(shape: BindingShape): ScriptBindings {

@@ -106,6 +106,11 @@ export class WorldHost implements LiveWorlds {
     return this.#worlds.size;
   }
 
+  /** Ids of the live worlds on this node (the fleet's directory publishes them). */
+  liveIds(): IterableIterator<string> {
+    return this.#worlds.keys();
+  }
+
   /** Tick timings since the last call (the benchmark reads them). */
   takeStats(): WorldTickStats {
     const stats = this.#stats;

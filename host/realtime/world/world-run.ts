@@ -11,7 +11,7 @@ import type { IdSource } from '../../../runtime/platform/ids';
 import type { Logger } from '../../../runtime/platform/log';
 import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/api';
 import { lua } from '../../../runtime/lua/vm';
-import { isObjectJson } from '../../../runtime/lua/marshal';
+import { asObjectJson, isObjectJson } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';
 import { WorldVm, ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
 import { parsePhases, PhaseClock } from '../../../runtime/phases/phases';
@@ -127,7 +127,11 @@ export class WorldRun {
     this.#vm = vm;
     const templates = vm.declaration('spawn_templates');
     this.#templates = {};
-    if (isObjectJson(templates)) for (const [id, t] of Object.entries(templates)) if (isObjectJson(t)) this.#templates[id] = t;
+    if (isObjectJson(templates))
+      for (const [id, t] of Object.entries(templates)) {
+        const template = asObjectJson(t);
+        if (template) this.#templates[id] = template;
+      }
     const terrain = terrainProvider(vm.declaration('terrain_provider'), options.source, options.seed);
     if (!terrain.ok) options.log.warn('world_terrain_refused', { world_id: options.worldId, mode: options.mode.name, problem: terrain.problem });
     this.#terrain = terrain.ok && terrain.provider ? new TerrainStore(terrain.provider, this.settings.grid_size) : null;
@@ -410,8 +414,8 @@ export class WorldRun {
       const current = JSON.parse(zone.vm.entitiesText()) as Record<string, JsonValue>;
       const updates: string[] = [];
       for (const id in current) {
-        const entity = current[id];
-        if (!isObjectJson(entity)) continue;
+        const entity = asObjectJson(current[id]);
+        if (!entity) continue;
         const before = published.entities.get(id);
         this.#entityZone.set(id, zone.key);
         if (!before) {
@@ -423,7 +427,7 @@ export class WorldRun {
         published.entities.set(id, entity);
       }
       for (const id of [...published.entities.keys()]) {
-        if (id in current && isObjectJson(current[id]!)) continue;
+        if (id in current && asObjectJson(current[id]!)) continue;
         published.entities.delete(id);
         if (this.#entityZone.get(id) === zone.key) this.#entityZone.delete(id);
         updates.push(`{"op":"r","id":${JSON.stringify(id)}}`);

@@ -1,0 +1,61 @@
+import type { Ctx } from '../contracts/context';
+import { byteLength } from '../contracts/frames';
+import type { JsonValue, ScriptBinding } from '../lua/api';
+import { afterCommit } from '../platform/effects';
+import { isUuid } from '../platform/ids';
+import { isStorableText } from '../platform/text';
+import { CONTENT_MAX_BYTES, parseChannel, storeChatMessage } from './chat';
+
+/**
+ * `game.chat.send(channel_id, sender_id, content)` for every script VM
+ * (lua-scripting 7.4): the message goes the way a client's `chat.send`
+ * goes once accepted (stored, then handed to the channel's members on
+ * every node through the `message_stored` effect), so history and live
+ * delivery cannot tell a script's message from a player's. As the
+ * reference says, the sender need not be a member and the call is a
+ * hand-off: it answers `true` at once and storing follows. Scripts are
+ * held to `script_chat` sends per channel (a loop in `tick` must not
+ * flood a room or the database); a send over it answers `false` and is
+ * dropped. Wrong arguments answer `{error = "<usage>"}`.
+ */
+
+const USAGE = 'game.chat.send(channel_id, sender_id, content)';
+/** Sends handed off and not stored yet; past this the node's database is not keeping up and new ones are dropped. */
+const MAX_PENDING = 1000;
+
+export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
+  // One chain for every script send of this node: a channel's messages are stored (and so delivered) in the order the scripts sent them.
+  let tail: Promise<void> = Promise.resolve();
+  let pending = 0;
+  const send: ScriptBinding = ([channelId, senderId, content], caller): JsonValue => {
+    if (typeof channelId !== 'string' || typeof senderId !== 'string' || typeof content !== 'string') {
+      return { error: `${USAGE}: all three must be strings` };
+    }
+    const channel = parseChannel(channelId);
+    if (!channel) return { error: `${USAGE}: channel_id is not a channel id (global:, room:, world:, zone:, prox: or dm:)` };
+    if (!isUuid(senderId)) return { error: `${USAGE}: sender_id must be a player id` };
+    if (content.length === 0 || byteLength(content) > CONTENT_MAX_BYTES || !isStorableText(content)) {
+      return { error: `${USAGE}: content must be 1-${CONTENT_MAX_BYTES} bytes of text` };
+    }
+    if (pending >= MAX_PENDING || !ctx.limits.take('script_chat', channelId).ok) {
+      ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: pending >= MAX_PENDING ? 'backlog' : 'rate_limited' });
+      return false;
+    }
+    pending++;
+    tail = tail
+      .then(async () => {
+        const push = await storeChatMessage(ctx.db, ctx, { channel, senderId, content });
+        const { id: _id, ...message } = push;
+        await afterCommit(ctx, { kind: 'message_stored', push: message, recipientId: null });
+      })
+      .catch((err: unknown) => {
+        // A sender that is not a player (the row's reference) lands here too.
+        ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: 'not_stored', error: err instanceof Error ? err.message : String(err) });
+      })
+      .finally(() => {
+        pending--;
+      });
+    return true;
+  };
+  return { send };
+}
