@@ -183,15 +183,19 @@ describe('a finish across restarts and nodes', () => {
       await first.leaderboardFlush.flush();
       const second = await node();
       try {
-        t = T0 + 2 * HOUR;
-        const [y, x] = await Promise.all([second.tournamentClock.tick(), first.tournamentClock.tick()]);
-        // A pass a node started before the clock moved (its boot pass) is joined, not repeated, and
-        // reads the old time: one more concurrent round sees the new one. Across both rounds and
-        // both nodes the tournament finishes exactly once.
-        const [y2, x2] = await Promise.all([second.tournamentClock.tick(), first.tournamentClock.tick()]);
-        expect([...x.finished, ...y.finished, ...x2.finished, ...y2.finished]).toEqual([id]);
-        await first.tournamentClock.tick();
+        // A pass started just before the end reads that time; a tick made
+        // while it runs waits for a pass of its own instead of joining it,
+        // so it reads the new time and finishes the tournament.
         await second.tournamentClock.tick();
+        t = T0 + 2 * HOUR - 1;
+        const early = second.tournamentClock.tick();
+        t = T0 + 2 * HOUR;
+        const late = second.tournamentClock.tick();
+        expect((await early).finished).toEqual([]);
+        expect((await late).finished).toEqual([id]);
+        expect([...first.logs, ...second.logs].filter((l) => l.event === 'tournament_clock_failed')).toEqual([]);
+        const again = await Promise.all([first.tournamentClock.tick(), second.tournamentClock.tick(), first.tournamentClock.tick()]);
+        expect(again.flatMap((a) => a.finished)).toEqual([]);
       } finally {
         await second.close();
       }

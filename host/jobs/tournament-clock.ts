@@ -17,6 +17,8 @@ const RETRY_MS = 5_000;
 export class TournamentClock {
   #timer: ReturnType<typeof setTimeout> | null = null;
   #running: Promise<Advanced> | null = null;
+  /** The one pass queued behind the running one, shared by every call made meanwhile. */
+  #queued: Promise<Advanced> | null = null;
   #stopped = false;
 
   constructor(
@@ -29,17 +31,36 @@ export class TournamentClock {
     void this.tick();
   }
 
-  /** One pass now, then the clock re-arms; a call while a pass runs joins it. */
+  /**
+   * A pass that reads the clock at or after this call, then the clock
+   * re-arms. A call while a pass runs does not join it (that pass may have
+   * read the time before the clock moved, e.g. a boot pass): it waits for one
+   * more pass after it, shared with every other call made meanwhile, so
+   * passes never overlap on one node and a burst of calls costs one pass.
+   */
   tick(): Promise<Advanced> {
     if (this.#stopped) return Promise.resolve({ activated: [], finished: [] });
-    this.#running ??= this.#pass().finally(() => (this.#running = null));
-    return this.#running;
+    if (!this.#running) return this.#start();
+    this.#queued ??= this.#running.then(() => {
+      this.#queued = null;
+      return this.#stopped ? { activated: [], finished: [] } : this.#start();
+    });
+    return this.#queued;
+  }
+
+  #start(): Promise<Advanced> {
+    const run = this.#pass().finally(() => {
+      if (this.#running === run) this.#running = null;
+    });
+    this.#running = run;
+    return run;
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    await this.#queued?.catch(() => {});
     await this.#running?.catch(() => {});
   }
 
