@@ -10,6 +10,7 @@
 import { DEFAULT_BUDGETS, type FailureKind, type JsonObject, type ScriptServices, type ScriptSource } from './api';
 import { ScriptInstance } from './instance';
 import { isObjectJson, MarshalError, pushJson, stringObject, toJson } from './marshal';
+import { internals, type KeptState } from './fengari-internals';
 import { lauxlib, lua, to_luastring, type LuaFunction } from './vm';
 
 /** Wall-clock budget of one `think` (lua-scripting 9.3). */
@@ -36,25 +37,27 @@ export interface BotVmOptions {
  * Host-owned Lua (kept in the registry, out of the script's reach) that
  * records what the script holds once its body has run and puts it back
  * after each call. `library` is every table and function that existed
- * before the body ran: the sandbox's own, never walked into. The globals
- * table is restored shallowly; the script's own tables entry by entry,
- * keeping their identity, with their metatables; the script's functions'
- * upvalues one by one (a module-level `local count` is one).
+ * before the body ran: the sandbox's own, never walked into. What is kept:
+ * the globals table itself (a global a call adds is removed, one it
+ * reassigns or removes is put back) and every table and function the
+ * globals reach beyond the library: tables entry by entry, keeping their
+ * identity, with their metatables; functions' upvalues one by one (a
+ * module-level `local count` is one). `snapshot` returns the kept tables
+ * and functions, so a host with the fengari internals restores them
+ * itself (one Map lookup per entry) instead of calling `restore`, which
+ * makes a C call per entry.
  */
 const KEEPER = `
 local getupvalue, setupvalue, getmt, setmt, G, cache = ...
 local next, type, rawget, rawset, rawequal = next, type, rawget, rawset, rawequal
-local library, globals, libglobals = {}, {}, {}
-local added, nadded = {}, 0
-local tracker = {
-  __newindex = function(t, k, v)
-    nadded = nadded + 1
-    added[nadded] = k
-    rawset(t, k, v)
-  end,
-  __metatable = false,
-}
+local library = {}
 local tables, copies, metas, funcs, ups, counts = {}, {}, {}, {}, {}, {}
+
+local function keep(t)
+  local copy = {}
+  for k, x in next, t do copy[k] = x end
+  tables[#tables + 1] = t; copies[#copies + 1] = copy; metas[#metas + 1] = getmt(t) or false
+end
 
 local function walk(from, mark, into)
   local stack, n = { from }, 1
@@ -65,18 +68,14 @@ local function walk(from, mark, into)
     if not mark[v] and not (into and library[v]) then
       mark[v] = true
       if type(v) == "table" then
-        local copy = into and {} or nil
         for k, x in next, v do
-          if copy then copy[k] = x end
           local tk, tx = type(k), type(x)
           if (tk == "table" or tk == "function") and not mark[k] then n = n + 1; stack[n] = k end
           if (tx == "table" or tx == "function") and not mark[x] then n = n + 1; stack[n] = x end
         end
         local m = getmt(v)
         if m ~= nil and not mark[m] then n = n + 1; stack[n] = m end
-        if into then
-          tables[#tables + 1] = v; copies[#copies + 1] = copy; metas[#metas + 1] = m or false
-        end
+        if into then keep(v) end
       elseif type(v) == "function" then
         local values, i = {}, 0
         while true do
@@ -102,36 +101,21 @@ function keeper.library()
   walk(G, library, false)
   walk(getmt(""), library, false)
   library[cache] = nil
-  for k, v in next, G do libglobals[k] = v end
 end
 
--- After the body ran (and after each hot reload). Only the globals the
--- script defined (or redefined) are kept and compared after each call;
--- walking the fifty library globals after every think cost seven times the
--- think itself. A global a call adds is caught by __newindex on the globals
--- table (a new key is an assignment to an absent one).
+-- After the body ran (and after each hot reload).
 function keeper.snapshot()
-  tables, copies, metas, funcs, ups, counts, globals = {}, {}, {}, {}, {}, {}, {}
+  tables, copies, metas, funcs, ups, counts = {}, {}, {}, {}, {}, {}
+  keep(G)
   local seen = {}
-  for k, v in next, G do
-    if not rawequal(libglobals[k], v) then globals[k] = v end
+  for _, v in next, G do
     local t = type(v)
     if t == "table" or t == "function" then walk(v, seen, true) end
   end
-  added, nadded = {}, 0
-  setmt(G, tracker)
+  return tables, funcs
 end
 
 function keeper.restore()
-  for i = 1, nadded do
-    local k = added[i]
-    added[i] = nil
-    if rawget(globals, k) == nil and rawget(libglobals, k) == nil then rawset(G, k, nil) end
-  end
-  nadded = 0
-  for k, v in next, globals do
-    if not rawequal(rawget(G, k), v) then rawset(G, k, v) end
-  end
   for i = 1, #tables do
     local t, copy = tables[i], copies[i]
     for k in next, t do
@@ -178,6 +162,8 @@ export class BotVm extends ScriptInstance<'think'> {
   readonly script: string;
   readonly #instructions: number;
   #keeper = lua.LUA_NOREF;
+  /** With the fengari internals: what the last snapshot recorded, restored from JavaScript. */
+  #kept: KeptState | null = null;
 
   private constructor(options: BotVmOptions) {
     super({
@@ -279,9 +265,12 @@ export class BotVm extends ScriptInstance<'think'> {
    */
   #keep(step: 'library' | 'snapshot' | 'restore'): void {
     const L = this.L;
+    if (step === 'restore' && this.#kept !== null) return internals!.restoreState(L, this.#kept);
     lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, this.#keeper);
     lua.lua_getfield(L, -1, to_luastring(step));
-    const status = lua.lua_pcall(L, 0, 0, 0);
+    const results = step === 'snapshot' ? 2 : 0;
+    const status = lua.lua_pcall(L, 0, results, 0);
+    if (step === 'snapshot') this.#kept = status === lua.LUA_OK && internals ? internals.keepState(L, -2, -1) : null;
     if (status !== lua.LUA_OK) this.services.log.error('bot_keeper_failed', { step, script: this.script, error: lua.lua_tojsstring(L, -1) });
     lua.lua_settop(L, 0);
   }

@@ -120,7 +120,18 @@ export interface FengariInternals {
   toJsonText(L: any, index: number): string | undefined;
   /** Entries of the table at `index` keyed by strings whose values are tables with numbers under keys `a` and `b`. */
   numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject): { id: string; x: number; y: number }[];
+  /**
+   * Records, as they are now, the tables and functions listed (as Lua
+   * sequences) at `tablesIndex` and `funcsIndex`: every entry and metatable
+   * of each table, every upvalue of each function.
+   */
+  keepState(L: any, tablesIndex: number, funcsIndex: number): KeptState;
+  /** Puts back what `keepState` recorded. */
+  restoreState(L: any, kept: KeptState): void;
 }
+
+/** What `keepState` recorded; opaque outside this module. */
+export type KeptState = { readonly __keptState: true };
 
 let reported = false;
 
@@ -624,6 +635,106 @@ function tableText(t: Table, depth: number): string {
   return mixedObjectText(fields);
 }
 
+// A bot VM puts back after every think what the script holds. Through the
+// public API that is a Lua walk of every kept table, a C call per entry
+// (next, rawget, rawequal), which cost more than the think itself; here it is
+// one Map lookup per entry while nothing changed, the usual case.
+
+type Upvalues = TValue[];
+interface KeptTable {
+  t: Table & { metatable: unknown };
+  metatable: unknown;
+  hashes: unknown[];
+  keys: TValue[];
+  types: number[];
+  values: unknown[];
+  /** The recorded hashes as a set, built the first time the table is found changed. */
+  index: Set<unknown> | null;
+}
+interface KeptFunc {
+  upvalues: Upvalues;
+  slots: TValue[];
+  types: number[];
+  values: unknown[];
+}
+interface Kept {
+  tables: KeptTable[];
+  funcs: KeptFunc[];
+}
+
+/** The values of a Lua sequence at `index` (1, 2, ... up to the first hole). */
+function sequence(L: any, index: number): unknown[] {
+  const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
+  const out: unknown[] = [];
+  if (slot === undefined || slot.type !== T_TABLE) return out;
+  const t = slot.value as Table;
+  for (let i = 1; ; i++) {
+    const e = t.strong.get(i);
+    if (e === undefined) return out;
+    out.push(e.value.value);
+  }
+}
+
+function keepState(L: any, tablesIndex: number, funcsIndex: number): KeptState {
+  const kept: Kept = { tables: [], funcs: [] };
+  for (const t of sequence(L, tablesIndex) as KeptTable['t'][]) {
+    const k: KeptTable = { t, metatable: t.metatable, hashes: [], keys: [], types: [], values: [], index: null };
+    for (const [hash, e] of t.strong) {
+      k.hashes.push(hash);
+      k.keys.push(new lobject.TValue(e.key.type, e.key.value));
+      k.types.push(e.value.type);
+      k.values.push(e.value.value);
+    }
+    kept.tables.push(k);
+  }
+  for (const f of sequence(L, funcsIndex) as { upvals?: Upvalues; upvalue?: Upvalues }[]) {
+    // A Lua closure's upvalues, or a C closure's (an iterator a script stored).
+    const upvalues = f.upvals ?? f.upvalue;
+    if (!upvalues || upvalues.length === 0) continue;
+    kept.funcs.push({ upvalues, slots: [...upvalues], types: upvalues.map((u) => u.type), values: upvalues.map((u) => u.value) });
+  }
+  return kept as unknown as KeptState;
+}
+
+function restoreState(L: any, state: KeptState): void {
+  const kept = state as unknown as Kept;
+  for (const k of kept.tables) {
+    const t = k.t;
+    let same = t.metatable === k.metatable && t.strong.size === k.hashes.length;
+    for (let i = 0; same && i < k.hashes.length; i++) {
+      const e = t.strong.get(k.hashes[i]);
+      same = e !== undefined && e.value.type === k.types[i] && e.value.value === k.values[i];
+    }
+    if (same) continue;
+    t.metatable = k.metatable;
+    const index = (k.index ??= new Set(k.hashes));
+    const added: TValue[] = [];
+    for (const [hash, e] of t.strong) if (!index.has(hash)) added.push(e.key);
+    for (const key of added) ltable.luaH_setfrom(L, t, key, NIL);
+    for (let i = 0; i < k.hashes.length; i++) {
+      const e = t.strong.get(k.hashes[i]);
+      if (e === undefined) {
+        ltable.luaH_setfrom(L, t, k.keys[i], new lobject.TValue(k.types[i], k.values[i]));
+      } else {
+        e.value.type = k.types[i]!;
+        e.value.value = k.values[i];
+      }
+    }
+    // As lua_rawset and lua_setmetatable do: a table used as a metatable must not keep a stale cache.
+    ltable.invalidateTMcache(t);
+  }
+  for (const f of kept.funcs) {
+    for (let i = 0; i < f.slots.length; i++) {
+      const slot = f.slots[i]!;
+      if (f.upvalues[i] !== slot) f.upvalues[i] = slot;
+      if (slot.type !== f.types[i] || slot.value !== f.values[i]) {
+        slot.type = f.types[i]!;
+        slot.value = f.values[i];
+      }
+    }
+  }
+}
+
 // Last, so that everything it touches is initialised.
 /** The speed internals, or null when the gate is shut. */
 export const internals: FengariInternals | null = internalsOff === null ? speedInternals() : null;
@@ -631,5 +742,5 @@ export const internals: FengariInternals | null = internalsOff === null ? speedI
 function speedInternals(): FengariInternals {
   NIL = lobject.luaO_nilobject;
   TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
-  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs };
+  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState };
 }
