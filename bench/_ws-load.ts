@@ -152,8 +152,14 @@ serveParent(
       return { open: held.length };
     },
 
-    async matches(m: { port: number; tokens: string[] }) {
-      // 2 sockets per match; the matchmaker pairs them into arenas.
+    /**
+     * Every socket queues for `mode` (the demo's 2-player arena unless told)
+     * and, once all are matched, sends an input every `inputEvery` ticks
+     * (every fifth by default: twice a second, like a casual client).
+     */
+    async matches(m: { port: number; tokens: string[]; mode?: string; inputEvery?: number }) {
+      const mode = JSON.stringify(m.mode ?? 'arena');
+      const every = m.inputEvery ?? 5;
       const conns = await openAll(m.port, m.tokens.length, m.tokens, 500);
       held = conns;
       let matched = 0;
@@ -165,13 +171,12 @@ serveParent(
             else if (startsWith(data, FINISHED)) matchCounters.finished++;
             else if (startsWith(data, MATCHED) && ++matched === conns.length) resolve();
           };
-          c.ws.send('{"type":"matchmaker.add","payload":{"mode":"arena"}}');
+          c.ws.send(`{"type":"matchmaker.add","payload":{"mode":${mode}}}`);
         }
       });
-      // Each player steers twice a second, like a casual client.
       let k = 0;
       inputTimer = setInterval(() => {
-        for (let i = k % 5; i < conns.length; i += 5) {
+        for (let i = k % every; i < conns.length; i += every) {
           const dx = Math.floor(Math.random() * 3) - 1;
           const dy = Math.floor(Math.random() * 3) - 1;
           conns[i]!.ws.send(`{"type":"match.input","payload":{"dx":${dx},"dy":${dy}}}`);

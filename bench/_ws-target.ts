@@ -63,6 +63,8 @@ if (kind === 'bare') {
       'lateness-reset': () => live.matches.resetLateness(),
       'world-stats': () => ({ ...live.worlds.takeStats(), worlds: live.worlds.size }),
       lateness: () => ({ ...live.matches.lateness(), matches: live.matches.size }),
+      'thinks-reset': () => live.matches.bots.resetThinks(),
+      thinks: () => live.matches.bots.thinkSummary(),
       provision: async (m: { n: number }) => {
         // Players and access tokens straight into the database, in batches: the
         // benchmark measures the gateway, not password hashing.
