@@ -121,11 +121,11 @@ export interface FengariInternals {
   /** Entries of the table at `index` keyed by strings whose values are tables with numbers under keys `a` and `b`. */
   numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject): { id: string; x: number; y: number }[];
   /**
-   * Records, as they are now, the tables and functions listed (as Lua
-   * sequences) at `tablesIndex` and `funcsIndex`: every entry and metatable
-   * of each table, every upvalue of each function.
+   * Records, as they are now, the tables and Lua functions listed (as a Lua
+   * sequence) at `index`: every entry and metatable of each table, every
+   * upvalue of each function.
    */
-  keepState(L: any, tablesIndex: number, funcsIndex: number): KeptState;
+  keepState(L: any, index: number): KeptState;
   /** Puts back what `keepState` recorded. */
   restoreState(L: any, kept: KeptState): void;
 }
@@ -635,10 +635,10 @@ function tableText(t: Table, depth: number): string {
   return mixedObjectText(fields);
 }
 
-// A bot VM puts back after every think what the script holds. Through the
-// public API that is a Lua walk of every kept table, a C call per entry
-// (next, rawget, rawequal), which cost more than the think itself; here it is
-// one Map lookup per entry while nothing changed, the usual case.
+// A VM snapshot (snapshot.ts) written back after a refused join or a failed
+// call, and after every think of a bot. Through the public API that is a
+// walk of every kept table with a C call per entry, which cost more than a
+// think itself; here it is one Map lookup per entry while nothing changed.
 
 type Upvalues = TValue[];
 interface KeptTable {
@@ -675,23 +675,24 @@ function sequence(L: any, index: number): unknown[] {
   }
 }
 
-function keepState(L: any, tablesIndex: number, funcsIndex: number): KeptState {
+function keepState(L: any, index: number): KeptState {
   const kept: Kept = { tables: [], funcs: [] };
-  for (const t of sequence(L, tablesIndex) as KeptTable['t'][]) {
-    const k: KeptTable = { t, metatable: t.metatable, hashes: [], keys: [], types: [], values: [], index: null };
-    for (const [hash, e] of t.strong) {
-      k.hashes.push(hash);
-      k.keys.push(new lobject.TValue(e.key.type, e.key.value));
-      k.types.push(e.value.type);
-      k.values.push(e.value.value);
+  for (const object of sequence(L, index)) {
+    if (object instanceof ltable.Table) {
+      const t = object as KeptTable['t'];
+      const k: KeptTable = { t, metatable: t.metatable, hashes: [], keys: [], types: [], values: [], index: null };
+      for (const [hash, e] of t.strong) {
+        k.hashes.push(hash);
+        k.keys.push(new lobject.TValue(e.key.type, e.key.value));
+        k.types.push(e.value.type);
+        k.values.push(e.value.value);
+      }
+      kept.tables.push(k);
+    } else if (object instanceof lobject.LClosure) {
+      const upvalues = (object as { upvals: Upvalues }).upvals;
+      if (upvalues.length === 0) continue;
+      kept.funcs.push({ upvalues, slots: [...upvalues], types: upvalues.map((u) => u.type), values: upvalues.map((u) => u.value) });
     }
-    kept.tables.push(k);
-  }
-  for (const f of sequence(L, funcsIndex) as { upvals?: Upvalues; upvalue?: Upvalues }[]) {
-    // A Lua closure's upvalues, or a C closure's (an iterator a script stored).
-    const upvalues = f.upvals ?? f.upvalue;
-    if (!upvalues || upvalues.length === 0) continue;
-    kept.funcs.push({ upvalues, slots: [...upvalues], types: upvalues.map((u) => u.type), values: upvalues.map((u) => u.value) });
   }
   return kept as unknown as KeptState;
 }
