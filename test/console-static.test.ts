@@ -5,11 +5,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StaticSite } from '../host/http/static-site';
+import { startTestServer, type TestServer } from './support/server';
 
 /**
  * The host's static site server (host/http/static-site.ts) over real HTTP,
  * with raw request targets: fetch would normalise the traversal attempts
- * before they left the client.
+ * before they left the client. The test server says every request arrived
+ * over TLS when the target carries `?tls`, as the host's adapter would
+ * decide for a trusted proxy.
  */
 
 let dir: string;
@@ -49,7 +52,8 @@ beforeAll(async () => {
     new StaticSite({ prefix: '/unbuilt', dir: path.join(dir, 'nothing-here'), codes: { notBuilt: 'console.not_built' } }),
   ];
   server = createServer((req, res) => {
-    for (const site of sites) if (site.serve(req, res)) return;
+    const secure = /[?&]tls(&|$)/.test(req.url ?? '');
+    for (const site of sites) if (site.serve(req, res, secure)) return;
     res.writeHead(418);
     res.end('api');
   });
@@ -144,7 +148,66 @@ describe('StaticSite', () => {
     }
   });
 
+  it('sends the API’s HSTS header on files, app routes and refusals when the request was secure, and only then', async () => {
+    for (const target of ['/app/main-ABCD2345.js', '/app/players', '/app/main.js', '/unbuilt']) {
+      expect((await raw('GET', `${target}?tls`)).headers['strict-transport-security'], target).toBe('max-age=31536000; includeSubDomains');
+      expect((await raw('GET', target)).headers['strict-transport-security'], target).toBeUndefined();
+    }
+  });
+
+  it('refuses with the API’s error headers', async () => {
+    const res = await raw('GET', '/app/main.js');
+    expect(res.headers).toMatchObject({
+      'content-type': 'application/json; charset=utf-8',
+      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      'cache-control': 'no-store',
+    });
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(res.body)));
+    expect((await raw('HEAD', '/app/main.js')).body).toBe('');
+  });
+
   it('refuses a prefix that is not a plain path', () => {
     for (const prefix of ['app', '/app/', '/a b', '/../x', '/']) expect(() => new StaticSite({ prefix, dir })).toThrow(/prefix/);
+  });
+});
+
+/**
+ * Behind a TLS-terminating proxy the node sees plain HTTP: the console must
+ * take the proxy's word exactly when the API does, from the same setting.
+ */
+describe('the console behind a proxy', () => {
+  let trusting: TestServer;
+  let wary: TestServer;
+  beforeAll(async () => {
+    [trusting, wary] = await Promise.all([
+      startTestServer({ console: true, trusted_proxies: ['127.0.0.0/8', '::1'] }),
+      startTestServer({ console: true, trusted_proxies: ['10.0.0.0/8'] }),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([trusting?.close(), wary?.close()]);
+  });
+
+  const viaProxy = { headers: { 'x-forwarded-proto': 'https' } };
+
+  it('sends the API’s Strict-Transport-Security when a trusted proxy reports https', async () => {
+    const api = await trusting.call('GET', '/api/v1/health', viaProxy);
+    const hsts = api.headers.get('strict-transport-security');
+    expect(hsts).toBeTruthy();
+    // The console may be built or not: its index and its not-built refusal both carry it.
+    for (const target of ['/console', '/console/players', '/console/missing.js']) {
+      const res = await trusting.call('GET', target, viaProxy);
+      expect([200, 404, 503], target).toContain(res.status);
+      expect(res.headers.get('strict-transport-security'), target).toBe(hsts);
+    }
+  });
+
+  it('sends none when the header comes from an address it does not trust', async () => {
+    expect((await wary.call('GET', '/api/v1/health', viaProxy)).headers.get('strict-transport-security')).toBeNull();
+    for (const target of ['/console', '/console/players', '/console/missing.js']) {
+      expect((await wary.call('GET', target, viaProxy)).headers.get('strict-transport-security'), target).toBeNull();
+    }
   });
 });

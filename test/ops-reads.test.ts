@@ -90,8 +90,20 @@ describe('GET /ops/stats and /ops/features', () => {
     expect(core.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(extensions).toEqual([]);
     const caps = Object.fromEntries(core.capabilities.map((c: { name: string; enabled: boolean }) => [c.name, c.enabled]));
-    expect(caps).toMatchObject({ lua: true, guest_auth: true, storage: true, provider_google: false, iap_apple: false, worlds: true, console: false });
+    expect(caps).toMatchObject({ lua: true, guest_auth: true, storage: true, provider_google: false, iap_apple: false, worlds: true, console: false, metrics: false });
     for (const c of core.capabilities) expect(Object.keys(c).sort()).toEqual(['enabled', 'name']);
+  });
+
+  it('reports metrics on when the node opens its metrics listener', async () => {
+    const metered = await startTestServer({ ops_secret: OPS_SECRET, metrics_port: 0 });
+    try {
+      expect(metered.metricsUrl).not.toBeNull();
+      const res = await opsGet(metered, '/features');
+      expect(res.status).toBe(200);
+      expect(res.body.data.core.capabilities).toContainEqual({ name: 'metrics', enabled: true });
+    } finally {
+      await metered.close();
+    }
   });
 });
 

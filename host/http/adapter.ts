@@ -32,13 +32,14 @@ export function nodeHandler(options: AdapterOptions) {
     refused?.(req.method ?? 'GET', err.status, arrived);
   };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    for (const site of sites) if (site.serve(req, res)) return;
-    const arrived = performance.now();
-    const requestId = ids.uuid();
     const peer = req.socket.remoteAddress ?? '';
     const trusted = proxies.trusts(peer);
-    const ip = trusted ? forwardedFor(req, proxies) ?? peer : peer;
     const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted) || (trusted && req.headers['x-forwarded-proto'] === 'https');
+    // The sites take the API's answer to "over TLS?" (their HSTS), so a proxy is trusted the same way for both.
+    for (const site of sites) if (site.serve(req, res, secure)) return;
+    const arrived = performance.now();
+    const requestId = ids.uuid();
+    const ip = trusted ? forwardedFor(req, proxies) ?? peer : peer;
 
     const declared = req.headers['content-length'];
     const chunked = req.headers['transfer-encoding'] !== undefined;

@@ -3,6 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
+import { errorResponse } from '../../handlers/http';
+import { HSTS } from '../../handlers/pipeline/security-headers';
 import { ApiError, type ErrorCode } from '../../runtime/contracts/errors';
 
 export interface StaticSiteOptions {
@@ -78,8 +80,8 @@ export class StaticSite {
     this.#notBuilt = options.codes?.notBuilt ?? 'not_ready';
   }
 
-  /** true when it answered */
-  serve(req: IncomingMessage, res: ServerResponse): boolean {
+  /** true when it answered; `secure` is the adapter's own decision (the socket, or a trusted proxy's word). */
+  serve(req: IncomingMessage, res: ServerResponse, secure: boolean): boolean {
     const target = req.url ?? '';
     const queryAt = target.search(/[?#]/);
     const pathname = queryAt === -1 ? target : target.slice(0, queryAt);
@@ -87,7 +89,6 @@ export class StaticSite {
     if (this.#passThrough.has(pathname)) return false;
     // Other methods fall through to the API, which answers them as it answers any unknown path.
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted);
 
     const assets = this.#load();
     const index = assets?.get('index.html');
@@ -121,7 +122,7 @@ export class StaticSite {
       'cache-control': asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
       etag: asset.etag,
     };
-    if (secure) headers['strict-transport-security'] = 'max-age=31536000; includeSubDomains';
+    if (secure) headers['strict-transport-security'] = HSTS;
     if (req.headers['if-none-match'] === asset.etag) {
       res.writeHead(304, headers);
       res.end();
@@ -132,18 +133,13 @@ export class StaticSite {
     res.end(req.method === 'HEAD' ? undefined : asset.body);
   }
 
+  /** The API's own error answer, so a refusal here looks like any other. */
   #refuse(res: ServerResponse, err: ApiError, secure: boolean, head: boolean): void {
-    const payload = JSON.stringify(err.body());
-    const headers: Record<string, string> = {
-      ...SITE_HEADERS,
-      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-      'content-type': 'application/json; charset=utf-8',
-      'cache-control': 'no-store',
-      'content-length': String(Buffer.byteLength(payload)),
-    };
-    if (secure) headers['strict-transport-security'] = 'max-age=31536000; includeSubDomains';
-    res.writeHead(err.status, headers);
-    res.end(head ? undefined : payload);
+    const reply = errorResponse(err);
+    if (secure) reply.headers['strict-transport-security'] = HSTS;
+    reply.headers['content-length'] = String(Buffer.byteLength(reply.body));
+    res.writeHead(reply.status, reply.headers);
+    res.end(head ? undefined : reply.body);
   }
 
   /** The built files, read on first use; a directory not built yet is looked at again on the next request. */

@@ -31,8 +31,8 @@ export function features(ctx: Pick<Ctx, 'settings' | 'game' | 'identity' | 'exte
     ['iap_google', Boolean(s.google_package_name && (s.google_service_account_key_path || s.google_service_account_key))],
     ['operator_tokens', true],
     ['console', s.console],
-    // Not built yet: it reports off until it lands.
-    ['metrics', false],
+    // The host opens its metrics listener exactly when the port is set (or refuses to boot).
+    ['metrics', s.metrics_port !== undefined],
   ];
   return {
     core: { name: CORE_NAME, version, capabilities: on.map(([name, enabled]) => ({ name, enabled })) },
