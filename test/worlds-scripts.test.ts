@@ -65,6 +65,25 @@ function zone_tick(entities, zone_state) return entities, zone_state end
 function terrain_provider(config) return { module = "heightmap", args = { resolution = 4, seed = 7 } } end
 `;
 
+// on_phase_ended writes to the state and a global, then fails: the next phase's start must see neither write.
+const SLIPPING = `
+game_type = "world"
+grid_size = 1
+${COMMON}
+function phases(config) return { { name = "warmup", duration = 300 }, { name = "main" } } end
+function on_phase_ended(name, state)
+  state.dirty = true
+  dirty_global = true
+  error("phase end failed")
+end
+function on_phase_started(name, state)
+  if name == "main" then game.broadcast("after", { dirty = state.dirty == true, global = dirty_global == true }) end
+  return state
+end
+function post_tick(tick, state) return state end
+function zone_tick(entities, zone_state) return entities, zone_state end
+`;
+
 const ENDING = `
 game_type = "world"
 grid_size = 2
@@ -133,7 +152,8 @@ let game: ReturnType<typeof gameDir>;
 
 beforeAll(async () => {
   game = gameDir({
-    'config.lua': 'return { hostile = "hostile.lua", phased = "phased.lua", ending = "ending.lua", keeper = "keeper.lua", voting = "voting.lua" }',
+    'config.lua': 'return { hostile = "hostile.lua", phased = "phased.lua", ending = "ending.lua", keeper = "keeper.lua", voting = "voting.lua", slipping = "slipping.lua" }',
+    'slipping.lua': SLIPPING,
     'voting.lua': VOTING,
     'hostile.lua': HOSTILE,
     'phased.lua': PHASED,
@@ -215,6 +235,16 @@ describe('phases, terrain and broadcasts', () => {
     const harvest = changes.find((f) => f.payload.phase === 'harvest')!;
     expect(harvest.payload).toMatchObject({ config: { crop: 'wheat' }, timers: {} });
     expect(typeof harvest.payload.remaining_ms).toBe('number');
+  });
+});
+
+describe('a failed phase callback', () => {
+  it('leaves nothing behind in the world VM, and the next phase still starts', async () => {
+    const a = await connectPlayer(s);
+    const id = (await a.socket.request('world.create', { mode: 'slipping' })).payload.world_id;
+    expect((await a.socket.next('world.after', 10_000)).payload).toEqual({ dirty: false, global: false });
+    expect(s.logs.some((l) => l.event === 'lua_callback_failed' && l.world_id === id && l.callback === 'on_phase_ended')).toBe(true);
+    await a.socket.request('world.leave');
   });
 });
 

@@ -12,6 +12,11 @@ import { lauxlib, lua, Sandbox, type Outcome } from './vm';
 import type { LogFields } from '../platform/log';
 
 const JOIN = stringObject('join');
+type PhaseCallback = 'on_phase_started' | 'on_phase_ended';
+const PHASE_CALLBACKS: Record<PhaseCallback, LuaStringObject> = {
+  on_phase_started: stringObject('on_phase_started'),
+  on_phase_ended: stringObject('on_phase_ended'),
+};
 /** A refusal reason longer than this is dropped. */
 const REASON_MAX = 64;
 
@@ -198,6 +203,21 @@ export abstract class ScriptInstance<Callback extends string> {
     }
     this.fail(join, 'malformed', 'join must return the state, or nil/false [, reason] to refuse');
     return { ok: false, refused: false, kind: 'malformed', message: 'join returned neither a state nor a refusal' };
+  }
+
+  /**
+   * `on_phase_started(name, state)` / `on_phase_ended(name, state)` for an
+   * instance whose state is in `state` (a match, a world): it returns the
+   * state, and a failed call leaves no trace (decision 0040).
+   */
+  protected phaseCall(callback: Callback & PhaseCallback, name: string, state: RegistrySlot): CallResult {
+    this.sandbox.cap = Infinity;
+    if (!this.pushCallback(PHASE_CALLBACKS[callback])) return { ok: true };
+    pushJson(this.L, name);
+    state.push();
+    const out = this.tableCall(callback, state, 2, this.budgets.light, this.budgets.lightMs, true);
+    lua.lua_settop(this.L, 0);
+    return out.ok ? { ok: true } : out;
   }
 
   /**

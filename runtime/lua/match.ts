@@ -40,8 +40,6 @@ const NAMES = {
   vote_requested: stringObject('vote_requested'),
   vote_resolved: stringObject('vote_resolved'),
   phases: stringObject('phases'),
-  on_phase_started: stringObject('on_phase_started'),
-  on_phase_ended: stringObject('on_phase_ended'),
   _finished: stringObject('_finished'),
   _result: stringObject('_result'),
 };
@@ -275,13 +273,8 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
     }
   }
 
-  /** `on_phase_started(name, state)` / `on_phase_ended(name, state)`: returns the state; a failed call leaves no trace. */
   phase(callback: 'on_phase_started' | 'on_phase_ended', name: string): CallResult {
-    this.sandbox.cap = Infinity;
-    if (!this.pushCallback(NAMES[callback])) return { ok: true };
-    pushJson(this.L, name);
-    this.pushState();
-    return this.stateCall(callback, 2, this.budgets.light, this.budgets.lightMs, true);
+    return this.phaseCall(callback, name, this.state);
   }
 
   close(): void {

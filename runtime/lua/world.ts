@@ -43,8 +43,6 @@ const NAMES = {
   on_zone_loaded: stringObject('on_zone_loaded'),
   on_zone_unloaded: stringObject('on_zone_unloaded'),
   on_world_recovered: stringObject('on_world_recovered'),
-  on_phase_started: stringObject('on_phase_started'),
-  on_phase_ended: stringObject('on_phase_ended'),
   zone_tick: stringObject('zone_tick'),
   handle_input: stringObject('handle_input'),
   handle_effects: stringObject('handle_effects'),
@@ -220,13 +218,8 @@ export class WorldVm extends ScriptInstance<WorldCallback> {
     this.stateCall('on_world_recovered', 2, this.budgets.heavy, Math.max(this.budgets.heavyMs, DECLARATION_MS));
   }
 
-  /** `on_phase_started(name, state)` / `on_phase_ended(name, state)`. */
-  phase(callback: 'on_phase_started' | 'on_phase_ended', name: string): void {
-    this.sandbox.cap = Infinity;
-    if (!this.pushCallback(NAMES[callback])) return;
-    pushJson(this.L, name);
-    this.state.push();
-    this.stateCall(callback, 2, this.budgets.light, this.budgets.lightMs);
+  phase(callback: 'on_phase_started' | 'on_phase_ended', name: string): CallResult {
+    return this.phaseCall(callback, name, this.state);
   }
 
   finished(): MatchOutcome | null {

@@ -1,10 +1,11 @@
 /**
  * The phase engine: the timed phases a mode script declares with
- * `phases(config)`. Pure, like the vote engine: it is fed the time and the
- * player set and answers the transitions that happened, so a world drives it
- * today and a match can drive it the same way. It calls nothing itself; the
- * host turns each transition into `on_phase_ended` / `on_phase_started` and
- * broadcasts `payload()` as `world.phase_changed`.
+ * `phases(config)`. The clock is pure, like the vote engine: it is fed the
+ * time and the player set and answers the transitions that happened.
+ * `runTransitions` is the one place they become the script's
+ * `on_phase_ended` / `on_phase_started` calls, for worlds and matches alike;
+ * each host then tells its players in its own way (a world broadcasts
+ * `payload()` as `world.phase_changed`).
  */
 import { byteLength } from '../contracts/frames';
 import { asObjectJson, isObjectJson, type JsonObject, type JsonValue } from '../lua/api';
@@ -349,6 +350,25 @@ export class PhaseClock {
     this.#since = at;
     this.#status = this.#index < this.phases.length ? 'waiting' : 'complete';
   }
+}
+
+/** The instance VM a clock drives (the world VM, a match VM). */
+export interface PhaseScript {
+  phase(callback: 'on_phase_started' | 'on_phase_ended', name: string): unknown;
+}
+
+/**
+ * Moves the clock to `now` and calls the script once per transition, in
+ * order, an end before the start it shares an instant with. True when
+ * anything moved, so the host knows to tell its players.
+ */
+export function runTransitions(clock: PhaseClock, now: number, script: PhaseScript): boolean {
+  const transitions = clock.advance(now);
+  for (const t of transitions) {
+    if (t.ended !== null) script.phase('on_phase_ended', t.ended);
+    if (t.started !== null) script.phase('on_phase_started', t.started);
+  }
+  return transitions.length > 0;
 }
 
 /**

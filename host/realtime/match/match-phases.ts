@@ -11,7 +11,7 @@
  */
 import type { JsonObject } from '../../../runtime/lua/api';
 import type { MatchVm } from '../../../runtime/lua/match';
-import { parsePhases, PhaseClock } from '../../../runtime/phases/phases';
+import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
 import type { Logger } from '../../../runtime/platform/log';
 
 export class MatchPhases {
@@ -63,12 +63,6 @@ export class MatchPhases {
   }
 
   #advance(): void {
-    const transitions = this.#clock.advance(this.#now);
-    if (transitions.length === 0) return;
-    for (const t of transitions) {
-      if (t.ended !== null) this.#vm.phase('on_phase_ended', t.ended);
-      if (t.started !== null) this.#vm.phase('on_phase_started', t.started);
-    }
-    this.#changed(this.#clock.listing(this.#now));
+    if (runTransitions(this.#clock, this.#now, this.#vm)) this.#changed(this.#clock.listing(this.#now));
   }
 }

@@ -14,7 +14,7 @@ import { lua } from '../../../runtime/lua/vm';
 import { asObjectJson, isObjectJson } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';
 import { WorldVm, ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
-import { parsePhases, PhaseClock } from '../../../runtime/phases/phases';
+import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
 import { TerrainStore, terrainProvider } from './terrain';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
 
@@ -392,12 +392,7 @@ export class WorldRun {
   #runPhases(now: number): void {
     const clock = this.#phases;
     if (!clock) return;
-    const transitions = clock.advance(now);
-    for (const t of transitions) {
-      if (t.ended !== null) this.#vm.phase('on_phase_ended', t.ended);
-      if (t.started !== null) this.#vm.phase('on_phase_started', t.started);
-    }
-    if (transitions.length > 0) {
+    if (runTransitions(clock, now, this.#vm)) {
       this.#toAll(JSON.stringify({ type: 'world.phase_changed', payload: { world_id: this.#o.worldId, ...clock.payload(now) } }));
       this.#phasePushedAt = now;
     } else if (now - this.#phasePushedAt >= PHASE_PUSH_EVERY_MS) {
