@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../runtime/platform/migrate';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
@@ -152,6 +153,22 @@ describe('/ops/ext/:extension/:action', () => {
     await ext('GET', `/greeter/greeting?player_id=${p.player_id}`);
     expect(await auditOf('ext.faulty.echo')).toHaveLength(0);
     expect(await auditOf('ext.greeter.greeting')).toHaveLength(0);
+  });
+
+  it('keeps an action’s answer when its audit row cannot be written, and logs the row at error level instead', async () => {
+    const p = await registerPlayer(s);
+    await sql`create or replace function refuse_ext_audit() returns trigger language plpgsql as $$
+      begin raise exception 'audit refused'; end $$`.execute(s.ctx.db);
+    await sql`create trigger refuse_ext_audit before insert on ops_audit_entries for each row when (new.action = 'ext.greeter.hold') execute function refuse_ext_audit()`.execute(s.ctx.db);
+    let res;
+    try {
+      res = await ext('POST', '/greeter/hold', { body: { player_id: p.player_id, held: false } });
+    } finally {
+      await sql`drop trigger refuse_ext_audit on ops_audit_entries`.execute(s.ctx.db);
+    }
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const logged = s.logs.find((l) => l.event === 'ops_audit_write_failed' && l.action === 'ext.greeter.hold');
+    expect(logged).toMatchObject({ level: 'error', actor_id: 'ops_secret', outcome: 'ok', details: { method: 'POST' }, error: expect.stringContaining('audit refused') });
   });
 });
 

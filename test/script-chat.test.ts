@@ -109,4 +109,23 @@ describe('game.chat.send', () => {
     expect(s.logs.filter((l) => l.event === 'script_chat_dropped' && l.channel_id === channel && l.reason === 'rate_limited')).toHaveLength(2);
     a.socket.close();
   });
+
+  it('is stored by the chat host’s writer: a message the database refuses fails as a player’s would, reaching nobody', async () => {
+    const a = await connectPlayer(s);
+    const b = await connectPlayer(s);
+    const channel = await room(a, b);
+    expect((await a.socket.request('match.find_or_create', { mode: 'default' })).type).toBe('match.joined');
+    // A sender that is no player: the row's reference refuses it.
+    const nobody = '00000000-0000-4000-8000-00000000dead';
+    a.socket.send({ type: 'match.input', payload: { say: 'from nobody', channel, sender: nobody } });
+    expect((await a.socket.next(answersAtLeast(1), 10_000)).payload.answers).toEqual(['true']);
+    const dropped = () => s.logs.find((l) => l.event === 'script_chat_dropped' && l.channel_id === channel && l.reason === 'not_stored');
+    await expect.poll(dropped, { timeout: 10_000 }).toBeDefined();
+    // The same failure a player's refused message reports: the script's message went through the chat host's group commit.
+    expect(s.logs.some((l) => l.event === 'chat_persist_failed' && l.level === 'error')).toBe(true);
+    expect(await b.socket.quiet('chat.message', 300)).toBe(true);
+    expect((await history(b, channel)).body.messages).toEqual([]);
+    a.socket.close();
+    b.socket.close();
+  });
 });

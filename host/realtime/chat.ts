@@ -10,6 +10,7 @@ import {
   type ChatPush,
   type StampedChatMessage,
   type LiveChat,
+  type NewChatMessage,
   type WorldRoster,
 } from '../../runtime/social/chat';
 import type { Ctx } from '../../runtime/contracts/context';
@@ -245,10 +246,19 @@ export class ChatHost implements LiveChat {
     if (!channel || !(await mayUseChannel(this.ctx, playerId, channel))) {
       throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id } });
     }
-    const message = stampChatMessage(this.ctx, { channel, senderId: playerId, content });
-    await this.#persist(message);
-    await afterCommit(this.ctx, { kind: 'message_stored', push: chatPush(message), recipientId: null });
+    await this.post({ channel, senderId: playerId, content });
     return null;
+  }
+
+  /**
+   * An admitted message, a player's or a script's (`game.chat.send`): stored
+   * by the group commit, then fanned out. Settles once stored; a message the
+   * database refused rejects and reaches nobody.
+   */
+  async post(message: NewChatMessage): Promise<void> {
+    const stamped = stampChatMessage(this.ctx, message);
+    await this.#persist(stamped);
+    await afterCommit(this.ctx, { kind: 'message_stored', push: chatPush(stamped), recipientId: null });
   }
 
   #persist(message: StampedChatMessage): Promise<void> {

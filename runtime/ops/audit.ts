@@ -1,4 +1,5 @@
 import type { Ctx } from '../contracts/context';
+import { writeAudit, type AuditRecord } from '../platform/audit';
 import { isoSeconds } from '../platform/database';
 import type { AuditEntry } from '../schemas/ops';
 import { sqlPage, type ListPage, type ListRequest, type ListRules } from './lists';
@@ -43,4 +44,25 @@ export async function listAudit(ctx: Pick<Ctx, 'db'>, request: ListRequest): Pro
       occurred_at: isoSeconds(row.occurred_at)!,
     })),
   };
+}
+
+/**
+ * The row of an operator change that has already committed on its own (a
+ * purge batch, an extension action): a lost row cannot undo the change, so
+ * the row goes to the error log in full instead and the caller's answer
+ * stands. A change that must not happen unrecorded writes its row in its own
+ * transaction instead (the operator erasure).
+ */
+export async function auditCommitted(ctx: Pick<Ctx, 'db' | 'ids' | 'clock' | 'log'>, record: AuditRecord): Promise<void> {
+  try {
+    await writeAudit(ctx.db, ctx, record);
+  } catch (err) {
+    ctx.log.error('ops_audit_write_failed', {
+      action: record.action,
+      actor_id: record.actor.id,
+      outcome: record.outcome,
+      details: record.details,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
 }

@@ -3,6 +3,7 @@ import { ApiError } from '../contracts/errors';
 import type { AuditActor } from '../platform/audit';
 import { afterCommit } from '../platform/effects';
 import { eraseAudited } from '../players/players';
+import type { OperatorEraseConfirmation, OperatorErased } from '../schemas/ops';
 
 /**
  * `POST /ops/players/:id/erase`. The operator proves they mean this player by
@@ -11,23 +12,14 @@ import { eraseAudited } from '../players/players';
  * all: an erasure nobody can account for must not happen.
  */
 
-export interface OperatorErase {
-  /** The echo of the player's username; the route has already refused an absent one. */
-  username: string;
-}
-
-export async function eraseByOperator(ctx: Ctx, actor: AuditActor, playerId: string, { username }: OperatorErase): Promise<{ player_id: string; erased: true }> {
-  const player = await ctx.db.selectFrom('players').select('username').where('id', '=', playerId).executeTakeFirst();
-  if (!player) throw new ApiError('ops.not_found', 'No such player.');
-  if (player.username !== username) throw mismatch();
-
-  let outcome: 'erased' | 'gone' | 'renamed';
+export async function eraseByOperator(ctx: Ctx, actor: AuditActor, playerId: string, { username }: OperatorEraseConfirmation): Promise<OperatorErased> {
+  let outcome: 'erased' | 'missing' | 'mismatch';
   try {
     outcome = await ctx.db.transaction().execute(async (trx) => {
-      // The echo is checked again under the row lock: a rename in between means the operator confirmed another name.
-      const current = await trx.selectFrom('players').select('username').where('id', '=', playerId).forUpdate().executeTakeFirst();
-      if (!current) return 'gone' as const;
-      if (current.username !== username) return 'renamed' as const;
+      // The echo is checked under the row lock, so a rename racing the erasure cannot slip past it.
+      const player = await trx.selectFrom('players').select('username').where('id', '=', playerId).forUpdate().executeTakeFirst();
+      if (!player) return 'missing' as const;
+      if (player.username !== username) return 'mismatch' as const;
       await eraseAudited(trx, ctx, playerId, actor, 'ops');
       return 'erased' as const;
     });
@@ -35,13 +27,9 @@ export async function eraseByOperator(ctx: Ctx, actor: AuditActor, playerId: str
     ctx.log.error('player_erase_failed', { player_id: playerId, via: 'ops', actor_id: actor.id, error: err instanceof Error ? err.message : String(err) });
     throw new ApiError('player.erase_failed', 'The erasure failed and was rolled back; nothing was deleted.');
   }
-  if (outcome === 'gone') throw new ApiError('ops.not_found', 'No such player.');
-  if (outcome === 'renamed') throw mismatch();
+  if (outcome === 'missing') throw new ApiError('ops.not_found', 'No such player.');
+  if (outcome === 'mismatch') throw new ApiError('ops.confirmation_mismatch', "The username does not match the player's; nothing was deleted.");
   await afterCommit(ctx, { kind: 'player_sessions_ended', playerId }, { kind: 'player_erased', playerId });
   ctx.log.info('player_erased', { player_id: playerId, via: 'ops', actor_id: actor.id });
   return { player_id: playerId, erased: true };
-}
-
-function mismatch(): ApiError {
-  return new ApiError('ops.confirmation_mismatch', "The username does not match the player's; nothing was deleted.");
 }

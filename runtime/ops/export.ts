@@ -4,6 +4,7 @@ import { ApiError } from '../contracts/errors';
 import type { Database } from '../contracts/schema';
 import { isoSeconds } from '../platform/database';
 import { ExtensionExportFailed } from '../extensions/installed';
+import type { PlayerExport } from '../schemas/ops';
 
 /**
  * `GET /ops/players/:id/export`: everything the service holds about one
@@ -172,14 +173,6 @@ export const EXPORT_TABLES: readonly ExportTable[] = [
 
 export type ExportRow = Record<string, unknown>;
 
-export interface PlayerExport {
-  player_id: string;
-  exported_at: string;
-  tables: Record<string, ExportRow[]>;
-  /** Keyed by installed extension: its data, or `EXPORT_SKIPPED` for one without an export hook. */
-  extensions: Record<string, unknown>;
-}
-
 /** Tags a failure with the table whose read raised it, for the log line. */
 class TableReadFailed extends Error {
   constructor(
@@ -203,10 +196,13 @@ export async function exportPlayer(ctx: Pick<Ctx, 'db' | 'clock' | 'log' | 'exte
       .transaction()
       .setIsolationLevel('repeatable read')
       .execute(async (trx) => {
-        const exists = await trx.selectFrom('players').select('id').where('id', '=', playerId).executeTakeFirst();
-        if (!exists) return null;
         const out: Record<string, ExportRow[]> = {};
-        for (const t of EXPORT_TABLES) out[t.table] = await readTable(trx, t, playerId);
+        for (const t of EXPORT_TABLES) {
+          const rows = await readTable(trx, t, playerId);
+          // No `players` row, nobody to export; that table is listed first, so a missing player costs one read.
+          if (t.table === 'players' && rows.length === 0) return null;
+          out[t.table] = rows;
+        }
         // In the same snapshot, so an extension's part agrees with the tables.
         const extensions = (await ctx.extensions?.exportAll(trx, playerId)) ?? {};
         return { tables: out, extensions };

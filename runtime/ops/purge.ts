@@ -1,7 +1,9 @@
 import { countInactiveGuests, eraseInactiveGuest, findInactiveGuests } from '../accounts/guests';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import { writeAudit, type AuditActor } from '../platform/audit';
+import type { AuditActor } from '../platform/audit';
+import type { GuestPurgeRequest, GuestPurgeResult } from '../schemas/ops';
+import { auditCommitted } from './audit';
 
 /**
  * `POST /ops/players/guests/purge`: erases unclaimed guests unseen for a
@@ -15,23 +17,7 @@ import { writeAudit, type AuditActor } from '../platform/audit';
 export const PURGE_LIMIT_DEFAULT = 500;
 export const PURGE_LIMIT_MAX = 5000;
 
-export interface GuestPurge {
-  inactive_for_seconds: number;
-  dry_run?: boolean | undefined;
-  confirm_count?: number | undefined;
-  limit?: number | undefined;
-}
-
-export interface GuestPurgeResult {
-  matched: number;
-  deleted: number;
-  skipped: number;
-  failed: number;
-  remaining: number;
-  dry_run: boolean;
-}
-
-export async function purgeGuests(ctx: Ctx, actor: AuditActor, request: GuestPurge): Promise<GuestPurgeResult> {
+export async function purgeGuests(ctx: Ctx, actor: AuditActor, request: GuestPurgeRequest): Promise<GuestPurgeResult> {
   const dryRun = request.dry_run === true;
   if (!dryRun && request.confirm_count === undefined) {
     throw new ApiError('ops.confirmation_required', 'A purge that deletes needs confirm_count: the number a dry run matched.');
@@ -71,21 +57,15 @@ export async function purgeGuests(ctx: Ctx, actor: AuditActor, request: GuestPur
   const remaining = await countInactiveGuests(ctx.db, cutoff);
   const result: GuestPurgeResult = { matched, deleted: erased.length, skipped, failed, remaining, dry_run: false };
 
-  // Each erasure has committed on its own, so a lost row cannot undo them: it is logged in full instead.
-  const record = {
+  await auditCommitted(ctx, {
     actor,
     action: 'player.guest_purge',
     targetType: 'guest_batch',
-    outcome: failed === 0 ? ('ok' as const) : erased.length > 0 ? ('partial' as const) : ('error' as const),
+    outcome: failed === 0 ? 'ok' : erased.length > 0 ? 'partial' : 'error',
     succeeded: erased.length,
     failed,
     details: { inactive_for_seconds: request.inactive_for_seconds, limit, matched, skipped, remaining, erased, not_erased: notErased },
-  };
-  try {
-    await writeAudit(ctx.db, ctx, record);
-  } catch (err) {
-    ctx.log.error('ops_audit_write_failed', { action: record.action, actor_id: actor.id, outcome: record.outcome, details: record.details, error: err instanceof Error ? err.message : String(err) });
-  }
+  });
   ctx.log.info('guests_purged', { actor_id: actor.id, deleted: result.deleted, skipped, failed, remaining });
   return result;
 }

@@ -40,7 +40,17 @@ export function offlineLive(): LiveState {
         throw new ApiError('rpc.unknown_method', `No RPC method '${method}' on this node.`, { method });
       },
     },
-    chat: { worlds: () => null, deliver: () => {}, evict: () => {}, recent: () => null, running: () => [] },
+    chat: {
+      worlds: () => null,
+      deliver: () => {},
+      evict: () => {},
+      recent: () => null,
+      running: () => [],
+      // Only script bindings post through `ctx.live.chat`, and this node runs no scripts.
+      post: async () => {
+        throw new ApiError('internal', 'This node runs no chat host; the message was not stored.');
+      },
+    },
     presence: { get: () => null, onlineCount: () => 0 },
   };
 }

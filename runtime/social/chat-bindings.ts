@@ -1,22 +1,21 @@
 import type { Ctx } from '../contracts/context';
 import { byteLength } from '../contracts/frames';
 import type { JsonValue, ScriptBinding } from '../lua/api';
-import { afterCommit } from '../platform/effects';
 import { isUuid } from '../platform/ids';
 import { isStorableText } from '../platform/text';
-import { CONTENT_MAX_BYTES, parseChannel, storeChatMessage } from './chat';
+import { CONTENT_MAX_BYTES, parseChannel } from './chat';
 
 /**
  * `game.chat.send(channel_id, sender_id, content)` for every script VM
  * (lua-scripting 7.4): the message goes the way a client's `chat.send`
- * goes once accepted (stored, then handed to the channel's members on
- * every node through the `message_stored` effect), so history and live
- * delivery cannot tell a script's message from a player's. As the
- * reference says, the sender need not be a member and the call is a
- * hand-off: it answers `true` at once and storing follows. Scripts are
- * held to `script_chat` sends per channel (a loop in `tick` must not
- * flood a room or the database); a send over it answers `false` and is
- * dropped. Wrong arguments answer `{error = "<usage>"}`.
+ * goes once accepted, through the chat host's `post` (the node's group
+ * commit, then the channel's members on every node through the
+ * `message_stored` effect), so history and live delivery cannot tell a
+ * script's message from a player's. As the reference says, the sender need
+ * not be a member and the call is a hand-off: it answers `true` at once and
+ * storing follows. Scripts are held to `script_chat` sends per channel (a
+ * loop in `tick` must not flood a room or the database); a send over it
+ * answers `false` and is dropped. Wrong arguments answer `{error = "<usage>"}`.
  */
 
 const USAGE = 'game.chat.send(channel_id, sender_id, content)';
@@ -24,8 +23,6 @@ const USAGE = 'game.chat.send(channel_id, sender_id, content)';
 const MAX_PENDING = 1000;
 
 export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
-  // One chain for every script send of this node: a channel's messages are stored (and so delivered) in the order the scripts sent them.
-  let tail: Promise<void> = Promise.resolve();
   let pending = 0;
   const send: ScriptBinding = ([channelId, senderId, content], caller): JsonValue => {
     if (typeof channelId !== 'string' || typeof senderId !== 'string' || typeof content !== 'string') {
@@ -42,12 +39,9 @@ export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
       return false;
     }
     pending++;
-    tail = tail
-      .then(async () => {
-        const push = await storeChatMessage(ctx.db, ctx, { channel, senderId, content });
-        const { id: _id, ...message } = push;
-        await afterCommit(ctx, { kind: 'message_stored', push: message, recipientId: null });
-      })
+    // The group commit takes messages in call order, so a channel's are stored (and delivered) in the order the scripts sent them.
+    void ctx.live.chat
+      .post({ channel, senderId, content })
       .catch((err: unknown) => {
         // A sender that is not a player (the row's reference) lands here too.
         ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: 'not_stored', error: err instanceof Error ? err.message : String(err) });

@@ -75,6 +75,8 @@ export interface LiveChat {
   recent(channelId: string): readonly ChatPush[] | null;
   /** Up to `max` running channels, oldest first, each with its distinct players joined (the ops channel list). */
   running(max: number): { channel_id: string; members: number }[];
+  /** Stores an admitted channel message as a player's `chat.send` is stored, then fans it out; rejects when it was not stored. */
+  post(message: NewChatMessage): Promise<void>;
 }
 
 const UUID_LOWER = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';

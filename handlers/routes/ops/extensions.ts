@@ -4,7 +4,8 @@ import { ApiError } from '../../../runtime/contracts/errors';
 import { isPlainObject } from '../../../runtime/contracts/frames';
 import { ExtensionError, type ActionMethod, type ExtensionAction } from '../../../runtime/extensions/extension';
 import type { InstalledExtensions } from '../../../runtime/extensions/installed';
-import { writeAudit, type AuditActor } from '../../../runtime/platform/audit';
+import type { AuditActor } from '../../../runtime/platform/audit';
+import { auditCommitted } from '../../../runtime/ops/audit';
 import { Answer, route, type Route } from '../../contract';
 
 /**
@@ -104,18 +105,14 @@ function codeOf(err: unknown): string | null {
  * failed insert is logged and the answer stands.
  */
 async function audit(ctx: Ctx, extension: string, name: string, method: ActionMethod, actor: AuditActor, outcome: Outcome): Promise<void> {
-  try {
-    await writeAudit(ctx.db, ctx, {
-      actor,
-      action: `ext.${extension}.${name}`,
-      targetType: 'extension',
-      targetId: extension,
-      outcome: outcome.ok ? 'ok' : 'error',
-      succeeded: outcome.ok ? 1 : 0,
-      failed: outcome.ok ? 0 : 1,
-      details: outcome.ok ? { method } : { method, code: outcome.error?.code ?? 'internal' },
-    });
-  } catch (err) {
-    ctx.log.error('ops_audit_write_failed', { action: `ext.${extension}.${name}`, actor_id: actor.id, outcome: outcome.ok ? 'ok' : 'error', error: err });
-  }
+  await auditCommitted(ctx, {
+    actor,
+    action: `ext.${extension}.${name}`,
+    targetType: 'extension',
+    targetId: extension,
+    outcome: outcome.ok ? 'ok' : 'error',
+    succeeded: outcome.ok ? 1 : 0,
+    failed: outcome.ok ? 0 : 1,
+    details: outcome.ok ? { method } : { method, code: outcome.error?.code ?? 'internal' },
+  });
 }
