@@ -31,8 +31,9 @@ export interface FleetChat {
  * What one node owes the others (docs/decisions/0041): revocations (token
  * cache entries and sockets), pushes to players wherever their sockets are,
  * chat messages in one order for every member, and presence. Everything goes
- * over the bus; on a node without Redis the bus is this process, and every
- * call does what it did before the fleet existed, in the same call.
+ * over the bus, but what this node can do itself (its own sockets, its own
+ * cache) it does first, in the call; on a node without Redis the bus is this
+ * process, and every call does what it did before the fleet existed.
  */
 export class Fleet {
   readonly presence: FleetPresence;
@@ -56,9 +57,10 @@ export class Fleet {
       for (const p of m.p ?? []) this.#sessions.disconnect(p);
       if (m.t) this.#sessions.disconnectTokens(m.t);
     });
-    bus.on('push', (m: { p: string[]; t: string; y: string }) => {
+    bus.on('push', (m: { p: string[]; t: string; y: string }, from) => {
       const sessions = this.#sessions;
-      if (!sessions) return;
+      // The publishing node handed the frame to its own sockets in `push`.
+      if (from === bus.nodeId || !sessions) return;
       const sent = sessions.metrics.frameOut(m.y);
       for (const p of m.p) sessions.pushText(p, m.t, sent);
     });
@@ -112,6 +114,8 @@ export class Fleet {
     if (this.clustered) {
       this.bus.on('chat', (m: ChatPush) => chat.deliverHere(m));
       // Every node, this one included, hands a message out when the bus brings it: one order for all members.
+      // Unlike `push`, not delivered here first: members on two nodes would then see two senders' messages in
+      // different orders, and the nodes' channel buffers would disagree; the price is a round trip for local members.
       chat.relay = (message) => this.bus.publish('chat', message);
     }
     this.presence.start();
@@ -125,21 +129,23 @@ export class Fleet {
     return new FleetLeaderboards(this.bus, boards, this.presence, this.log);
   }
 
-  /** The directory of matches and worlds (null before the real-time host started). */
   /** A frame to these players' sockets on every node. Returns the sockets this node reached at once (a fleet reaches the rest later). */
   push(players: readonly string[], frame: ServerFrame): number {
     const sessions = this.#sessions;
     if (!sessions) return 0;
-    if (!this.clustered) {
-      if (players.length === 1) return sessions.push(players[0]!, frame);
-      const text = JSON.stringify(frame);
-      const sent = sessions.metrics.frameOut(frame.type);
-      const before = sent.n;
-      for (const p of players) sessions.pushText(p, text, sent);
-      return sent.n - before;
-    }
-    this.bus.publish('push', { p: players, t: JSON.stringify(frame), y: frame.type });
-    return 0;
+    const text = JSON.stringify(frame);
+    const sent = sessions.metrics.frameOut(frame.type);
+    const before = sent.n;
+    // This node's sockets get the frame now, so it keeps its place among the
+    // frames written straight to them (a game.send before its tick's
+    // match.state). Every player is still published, those reached here
+    // included: a player may hold sockets on several nodes (decision 0004) and
+    // the presence copy of who is where lags, so only the node holding a socket
+    // knows. Each socket lives on one node and the publisher skips its own
+    // message, so each socket gets the frame exactly once.
+    for (const p of players) sessions.pushText(p, text, sent);
+    if (this.clustered) this.bus.publish('push', { p: players, t: text, y: frame.type });
+    return sent.n - before;
   }
 
   /** Closes the player's sockets on every node. */
