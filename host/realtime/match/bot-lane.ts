@@ -44,6 +44,9 @@ export class LaneBots {
   readonly #vms = new Map<string, BotVm | { failedAt: number; error: string }>();
   /** Think durations since the last `takeThinks`, in THINK_BUCKET_MS buckets. */
   #thinks: Uint32Array | null = null;
+  /** The last view text parsed, and what it parsed to: with a shared view every bot of a match gets the same text. */
+  #lastText = '';
+  #lastView: JsonObject = {};
 
   constructor(private readonly options: LaneBotOptions) {}
 
@@ -71,7 +74,12 @@ export class LaneBots {
   think(matchId: string, botId: string, viewText: string): JsonObject | null {
     const bot = this.#byMatch.get(matchId)?.get(botId);
     if (!bot) return null;
-    const view = JSON.parse(viewText) as JsonObject;
+    // Nothing below writes to the view (pushJson and the built-in AI only read it), so bots may share one parse.
+    if (viewText !== this.#lastText) {
+      this.#lastView = JSON.parse(viewText) as JsonObject;
+      this.#lastText = viewText;
+    }
+    const view = this.#lastView;
     const pick = boonPick(view);
     if (pick) return pick;
     let why = 'no_script';
