@@ -1,32 +1,35 @@
+import { ConnectionError, RestClient, ServiceError, type Method, type paths, type Success } from '../client';
+
 /**
- * The console's one way to the server: the ops plane under `/api/v1/ops`
- * and its own session routes. The session travels as the HttpOnly cookie;
- * every request repeats the readable CSRF cookie in `x-csrf-token`, which a
- * page on another site cannot read and so cannot forge.
+ * The console's one way to the server: the typed client's REST wrapper, on
+ * the ops plane under `/api/v1/ops` and the console's own session routes.
+ * The session travels as the HttpOnly cookie; every request repeats the
+ * readable CSRF cookie in `x-csrf-token`, which a page on another site cannot
+ * read and so cannot forge.
  */
 
-export class ApiFailure extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
+/** What a call can fail with: the service's error object, or no answer at all. */
+export type Failed = ServiceError | ConnectionError;
+
+/** A thrown value as a `Failed`; anything else (a bug in the page) reads as a failed request. */
+export function failed(err: unknown): Failed {
+  if (err instanceof ServiceError || err instanceof ConnectionError) return err;
+  return new ConnectionError('network', err instanceof Error ? err.message : String(err));
 }
 
-export interface ConsoleSession {
-  display: string;
-  source: string;
-  caps: string[];
-  attested: boolean;
-}
+/** The success body of `method` on `path`, as the OpenAPI document declares it. */
+export type Answer<P extends keyof paths, M extends Method = 'get'> = Success<NonNullable<paths[P][M]>>;
+/** The `data` of that body: a lookup's record, or a list's rows. */
+export type Data<P extends keyof paths, M extends Method = 'get'> = Answer<P, M> extends { data: infer D } ? D : never;
+/** One row of a list. */
+export type Row<P extends keyof paths> = Data<P> extends (infer R)[] ? R : never;
 
-export interface Page<Row> {
-  data: Row[];
-  page: { limit: number; offset: number; total: number };
-}
+/** The ops reads that answer a page of rows (`{data: [...], page}`). */
+export type ListPath = {
+  [P in keyof paths]: P extends `/api/v1/ops/${string}` ? (Answer<P> extends { data: unknown[]; page: unknown } ? P : never) : never;
+}[keyof paths];
+
+export type ConsoleSession = Data<'/console/session'>;
 
 /** Told when the server no longer knows this browser (expired, signed out elsewhere, node restarted). */
 let onSignedOut: () => void = () => {};
@@ -39,31 +42,20 @@ function csrfToken(): string {
   return match ? decodeURIComponent(match[1]!) : '';
 }
 
-async function send(method: string, url: string, body?: unknown): Promise<unknown> {
-  const headers: Record<string, string> = { 'x-csrf-token': csrfToken(), accept: 'application/json' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, { method, headers, credentials: 'same-origin', ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-  const text = await res.text();
-  let parsed: unknown = null;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    throw new ApiFailure(res.status, 'internal', `The server answered ${res.status} with something that is not JSON.`);
-  }
-  if (res.ok) return parsed;
-  const error = (parsed as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
-  return Promise.reject(new ApiFailure(res.status, error?.code ?? 'internal', error?.message ?? `HTTP ${res.status}`, error?.details ?? {}));
+/**
+ * What a cookie session adds to the client's requests. The token is read per
+ * request, since signing in again replaces it. An ops call refused while the
+ * session is gone sends the console back to its sign-in form.
+ */
+async function sessionFetch(input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set('x-csrf-token', csrfToken());
+  const res = await fetch(input, { ...init, headers, credentials: 'same-origin' });
+  if (res.status === 403 && new URL(String(input), window.location.origin).pathname.startsWith('/api/v1/ops/') && !(await sessionAlive())) onSignedOut();
+  return res;
 }
 
-/** A call on the ops plane; a refusal sends the console back to its sign-in form when the session is gone. */
-export async function ops<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
-  try {
-    return (await send(init.method ?? 'GET', `/api/v1/ops${path}`, init.body)) as T;
-  } catch (err) {
-    if (err instanceof ApiFailure && err.status === 403 && !(await sessionAlive())) onSignedOut();
-    throw err;
-  }
-}
+export const api = new RestClient({ baseUrl: window.location.origin, fetch: sessionFetch });
 
 async function sessionAlive(): Promise<boolean> {
   try {
@@ -75,21 +67,18 @@ async function sessionAlive(): Promise<boolean> {
 }
 
 export async function readSession(): Promise<ConsoleSession> {
-  return ((await send('GET', '/console/session')) as { data: ConsoleSession }).data;
+  return (await api.get('/console/session')).data;
 }
 
 export async function openSession(secret: string, label: string): Promise<void> {
-  await send('POST', '/console/session', label ? { secret, label } : { secret });
+  await api.post('/console/session', { body: label ? { secret, label } : { secret } });
 }
 
 export async function endSession(): Promise<void> {
-  await send('DELETE', '/console/session');
+  await api.delete('/console/session');
 }
 
-/** A query string from the set values only. */
-export function queryString(values: Record<string, string | number | boolean | undefined | null>): string {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(values)) if (value !== undefined && value !== null && value !== '') params.set(key, String(value));
-  const text = params.toString();
-  return text ? `?${text}` : '';
+/** The set values only: an empty field in a form or the address means "not given". */
+export function given(values: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
 }

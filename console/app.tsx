@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { endSession, ops, readSession, whenSignedOut, type ConsoleSession } from './api';
+import { api, endSession, readSession, whenSignedOut, type ConsoleSession, type Data } from './api';
 import { href, match, navigate, useLocation } from './router';
 import { SignIn } from './screens/sign-in';
 import { Overview } from './screens/overview';
@@ -14,8 +14,9 @@ import { Notifications } from './screens/notifications';
 import { AuditLog } from './screens/audit';
 import { GuestPurge } from './screens/guest-purge';
 import { ExtensionScreen, type ConsoleScreen } from './screens/extension';
-import { useLoad } from './load';
-import type { Features } from './screens/overview';
+import { useLoad, type Loaded } from './load';
+
+type Features = Data<'/api/v1/ops/features'>;
 
 interface NavItem {
   to: string;
@@ -51,9 +52,10 @@ export function App() {
 function Shell(props: { session: ConsoleSession; onSignedOut: () => void }) {
   const { path } = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
-  const features = useLoad('features', () => ops<{ data: Features }>('/features'));
+  // Read once for the whole app: the version banner here, the feature list on the overview.
+  const features = useLoad('features', async () => (await api.get('/api/v1/ops/features')).data);
   // Screens declared by extensions' manifests join the navigation after the core ones.
-  const screens = useLoad('screens', () => ops<{ data: ConsoleScreen[] }>('/console/screens'));
+  const screens = useLoad('screens', () => api.get('/api/v1/ops/console/screens'));
   const extensionScreens = screens.data?.data ?? [];
   const nav: NavItem[] = [...NAV, ...extensionScreens.map((e) => ({ to: screenPath(e), label: e.title }))];
   const signOut = async () => {
@@ -81,7 +83,7 @@ function Shell(props: { session: ConsoleSession; onSignedOut: () => void }) {
           </button>
         </div>
       </header>
-      <VersionBanner features={features.data?.data ?? null} />
+      <VersionBanner features={features.data} />
       <div class="body">
         <nav id="nav" class={menuOpen ? 'nav open' : 'nav'} aria-label="Screens">
           {nav.map((item) => (
@@ -90,7 +92,7 @@ function Shell(props: { session: ConsoleSession; onSignedOut: () => void }) {
             </a>
           ))}
         </nav>
-        <main>{route(path, props.session, { list: extensionScreens, loading: screens.loading })}</main>
+        <main>{route(path, props.session, features, { list: extensionScreens, loading: screens.loading })}</main>
       </div>
     </div>
   );
@@ -107,9 +109,9 @@ function VersionBanner({ features }: { features: Features | null }) {
 
 const screenPath = (s: ConsoleScreen) => `/ext/${encodeURIComponent(s.extension)}/${encodeURIComponent(s.id)}`;
 
-function route(path: string, session: ConsoleSession, screens: { list: ConsoleScreen[]; loading: boolean }) {
+function route(path: string, session: ConsoleSession, features: Loaded<Features>, screens: { list: ConsoleScreen[]; loading: boolean }) {
   let p: Record<string, string> | null;
-  if (path === '/') return <Overview />;
+  if (path === '/') return <Overview features={features} />;
   if (path === '/players') return <PlayerList />;
   if ((p = match('/players/:id', path))) return <PlayerPage id={p.id!} canErase={session.caps.includes('erasure')} />;
   if (path === '/matches') return <Matches />;

@@ -1,19 +1,20 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure } from './api';
+import { failed, type Failed } from './api';
 
 export interface Loaded<T> {
   data: T | null;
-  error: ApiFailure | null;
+  error: Failed | null;
   loading: boolean;
   reload: () => void;
 }
 
 /**
- * Runs `load` whenever `key` changes (a list's address, a player's id) and on
- * `reload`; an answer to an older key never overwrites a newer one.
+ * Runs `load` whenever `key` changes (a list's address, a player's id), on
+ * `reload`, and every `everyMs` while mounted (live figures); an answer to an
+ * older key never overwrites a newer one.
  */
 export function useLoad<T>(key: string, load: () => Promise<T>, options: { everyMs?: number } = {}): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: ApiFailure | null; loading: boolean; key: string }>({ data: null, error: null, loading: true, key });
+  const [state, setState] = useState<{ data: T | null; error: Failed | null; loading: boolean; key: string }>({ data: null, error: null, loading: true, key });
   const latest = useRef(0);
   const loadRef = useRef(load);
   loadRef.current = load;
@@ -23,7 +24,7 @@ export function useLoad<T>(key: string, load: () => Promise<T>, options: { every
     loadRef.current().then(
       (data) => ticket === latest.current && setState({ data, error: null, loading: false, key }),
       (err: unknown) => {
-        const error = err instanceof ApiFailure ? err : new ApiFailure(0, 'network', err instanceof Error ? err.message : String(err));
+        const error = failed(err);
         if (ticket === latest.current) setState((s) => ({ ...s, error, loading: false, key }));
       },
     );

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ops } from './api';
+import { api } from './api';
 import { shortId } from './format';
 import { Link } from './ui';
 
@@ -9,7 +9,7 @@ const names = new Map<string, Promise<string | null>>();
 function nameOf(id: string): Promise<string | null> {
   let name = names.get(id);
   if (!name) {
-    name = ops<{ data: { username: string; display_name: string | null } }>(`/players/${encodeURIComponent(id)}`).then(
+    name = api.get('/api/v1/ops/players/{id}', { path: { id } }).then(
       (p) => p.data.display_name ?? p.data.username,
       () => null,
     );

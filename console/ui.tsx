@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ops, queryString, type ApiFailure, type Page } from './api';
+import { ServiceError } from '../client';
+import { api, given, type Answer, type Failed, type ListPath, type Row } from './api';
 import { count } from './format';
 import { useLoad } from './load';
 import { href, setQuery, useLocation } from './router';
@@ -22,11 +23,11 @@ export function Screen(props: { title: string; subtitle?: ComponentChildren; act
   );
 }
 
-export function Failure({ error }: { error: ApiFailure | null }) {
+export function Failure({ error }: { error: Failed | null }) {
   if (!error) return null;
   return (
     <p class="notice error" role="alert">
-      <strong>{error.code}</strong> {error.message}
+      <strong>{error instanceof ServiceError ? error.code : error.kind}</strong> {error.message}
     </p>
   );
 }
@@ -64,18 +65,20 @@ export interface Filter {
   placeholder?: string;
 }
 
-export interface ListProps<Row> {
-  /** The ops path, without `/api/v1/ops` and without a query. */
-  path: string;
-  columns: Column<Row>[];
+export interface ListProps<P extends ListPath> {
+  /** The ops route, as the OpenAPI document names it; its rows type the columns. */
+  path: P;
+  /** The route's own path parameters (a board's id). */
+  params?: Record<string, string>;
+  columns: Column<Row<P>>[];
   filters?: Filter[];
   /** Placeholder of the `q` box; absent, the list takes no search. */
   search?: string;
   /** Query values fixed by the screen rather than the address. */
   fixed?: Record<string, string>;
-  rowKey: (row: Row) => string;
+  rowKey: (row: Row<P>) => string;
   /** Figures the list's envelope carries beyond the page (the matchmaker's queue). */
-  header?: (page: Page<Row> & Record<string, unknown>) => ComponentChildren;
+  header?: (answer: Answer<P>) => ComponentChildren;
   empty?: string;
   everyMs?: number;
 }
@@ -86,7 +89,7 @@ const LIMITS = ['10', '25', '50', '100', '200'];
  * A list as the ops plane serves it: search, filters, sort and paging all
  * live in the address, so every view of a list is a link.
  */
-export function ListView<Row>(props: ListProps<Row>) {
+export function ListView<P extends ListPath>(props: ListProps<P>) {
   const { query } = useLocation();
   const read = (key: string) => query.get(key) ?? '';
   const values: Record<string, string> = {
@@ -98,9 +101,11 @@ export function ListView<Row>(props: ListProps<Row>) {
     ...Object.fromEntries((props.filters ?? []).map((f) => [f.key, read(f.key)])),
     ...props.fixed,
   };
-  const url = props.path + queryString(values);
-  const loaded = useLoad(url, () => ops<Page<Row> & Record<string, unknown>>(url), props.everyMs ? { everyMs: props.everyMs } : {});
-  const page = loaded.data;
+  const asked = given(values);
+  const key = JSON.stringify([props.path, props.params ?? {}, asked]);
+  const loaded = useLoad(key, () => api.call('GET', props.path, { query: asked, ...(props.params ? { path: props.params } : {}) }) as Promise<Answer<P>>, props.everyMs ? { everyMs: props.everyMs } : {});
+  // Every list route answers this envelope (ListPath says so); TypeScript cannot see it through the generic.
+  const page = loaded.data as (Answer<P> & { data: Row<P>[]; page: { limit: number; offset: number; total: number } }) | null;
   const offset = page?.page.offset ?? 0;
   const limit = page?.page.limit ?? Number(values.limit);
   const total = page?.page.total ?? 0;

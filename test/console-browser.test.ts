@@ -185,7 +185,9 @@ describe('the operator console in Chromium', () => {
 
   it('warns when the server runs another core version than the console was built for', async () => {
     const other = await context.newPage();
+    let served = 0;
     await other.route('**/api/v1/ops/features', async (route) => {
+      served++;
       const real = await route.fetch();
       const body = await real.json();
       body.data.core.version = '99.0.0';
@@ -194,6 +196,10 @@ describe('the operator console in Chromium', () => {
     await other.goto(`${s.url}/console/players`);
     await shows(other.getByTestId('version-banner'), '99.0.0');
     await shot('version-banner', other);
+    // The overview lists the same features the banner read: the app asks once.
+    await other.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Overview', exact: true }).click();
+    await shows(other.getByTestId('features'), '99.0.0');
+    expect(served).toBe(1);
     await other.close();
   });
 
@@ -267,15 +273,24 @@ describe('the operator console in Chromium', () => {
     await page.getByRole('button', { name: 'Apply' }).click();
     await shows(page.getByTestId('page-summary'), exactly('1–1 of 1'));
     expect(new URL(page.url()).searchParams.get('q')).toBe(star.username);
+    // Drawing the page reads the light routes; the export (every table) waits for its button.
+    const asked: string[] = [];
+    const watch = (request: { url(): string }) => void asked.push(new URL(request.url()).pathname);
+    page.on('request', watch);
     await page.getByRole('link', { name: star.username }).click();
     await shows(page.getByTestId('player-username'), star.username);
     // A password account links no provider; only linked providers are named (never their ids).
     await shows(page.getByTestId('player-providers'), exactly('Providersnone'));
     await page.getByRole('cell', { name: 'gold' }).waitFor();
     await page.getByRole('cell', { name: 'arena_ffa' }).waitFor();
+    await shows(page.getByTestId('player-games'), exactly('Games3 (3 won)'));
     await shot('player');
+    expect(asked).toContain(`/api/v1/ops/players/${star.player_id}/summary`);
+    expect(asked.filter((p) => p.endsWith('/export'))).toEqual([]);
 
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+    page.off('request', watch);
+    expect(asked.filter((p) => p.endsWith('/export'))).toEqual([`/api/v1/ops/players/${star.player_id}/export`]);
     expect(download.suggestedFilename()).toBe(`player-${star.player_id}.json`);
     const exported = JSON.parse(readFileSync(await download.path(), 'utf8'));
     expect(exported.player_id).toBe(star.player_id);

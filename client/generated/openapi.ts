@@ -1079,6 +1079,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/ops/players/{id}/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the console shows about one player: linked providers, friend and group counts, stats, wallets, inventory, saves, storage counts, recent matches */
+        get: operations["getOpsPlayersByIdSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/ops/players/guests/purge": {
         parameters: {
             query?: never;
@@ -8933,6 +8950,145 @@ export interface operations {
                 };
             };
             /** @description The error object; `error.code` one of: `internal`, `ops.export_incomplete` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error object; `error.code` one of: `not_ready` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOpsPlayersByIdSummary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description accepted friendships, either direction */
+                            friends: number;
+                            /** @description groups the player is a member of */
+                            groups: number;
+                            items: {
+                                /** Format: date-time */
+                                acquired_at: string;
+                                /**
+                                 * Format: uuid
+                                 * @description UUIDv7, lowercase and hyphenated
+                                 */
+                                item_def_id: string;
+                                quantity: number;
+                            }[];
+                            /**
+                             * Format: uuid
+                             * @description UUIDv7, lowercase and hyphenated
+                             */
+                            player_id: string;
+                            /** @description linked identity providers by name (never their ids), in link order */
+                            providers: string[];
+                            /** @description the 10 newest match records naming the player, newest first (no roster) */
+                            recent_matches: {
+                                finished_at: string | null;
+                                /**
+                                 * Format: uuid
+                                 * @description UUIDv7, lowercase and hyphenated
+                                 */
+                                id: string;
+                                mode: string | null;
+                                status: string;
+                            }[];
+                            saves: {
+                                slot: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                version: number;
+                            }[];
+                            /** @description null before the first finished match */
+                            stats: {
+                                games_played: number;
+                                wins: number;
+                            } | null;
+                            storage: {
+                                collections: number;
+                                objects: number;
+                            };
+                            wallets: {
+                                balance: number;
+                                currency: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description The error object; `error.code` one of: `ops.invalid_id` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error object; `error.code` one of: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error object; `error.code` one of: `ops.not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error object; `error.code` one of: `validation_failed` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error object; `error.code` one of: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The error object; `error.code` one of: `internal` */
             500: {
                 headers: {
                     [name: string]: unknown;

@@ -1,27 +1,11 @@
 import { time } from '../format';
 import { ListView, Screen } from '../ui';
 
-interface AuditEntry {
-  id: string;
-  actor_id: string;
-  actor_display: string;
-  actor_source: string;
-  actor_attested: boolean;
-  action: string;
-  target_type: string | null;
-  target_id: string | null;
-  outcome: 'ok' | 'partial' | 'error';
-  succeeded_count: number;
-  failed_count: number;
-  details: Record<string, unknown>;
-  occurred_at: string;
-}
-
 export function AuditLog() {
   return (
     <Screen title="Audit log" subtitle="Every operator mutation, newest first. Unattested names were self-asserted.">
-      <ListView<AuditEntry>
-        path="/audit"
+      <ListView
+        path="/api/v1/ops/audit"
         search="Action, name or target"
         filters={[
           { key: 'action', label: 'Action', kind: 'text' },

@@ -4,19 +4,6 @@ import { count, time } from '../format';
 import { navigate, useLocation } from '../router';
 import { Link, ListView, Screen } from '../ui';
 
-interface Channel {
-  channel_id: string;
-  members: number;
-}
-interface Message {
-  id: string;
-  channel_type: string;
-  channel_id: string;
-  sender_id: string;
-  content: string;
-  sent_at: string;
-}
-
 // A channel id is any text (`global:lobby`), so it travels in the query.
 const channelLink = (id: string) => `/chat/channel?id=${encodeURIComponent(id)}`;
 
@@ -38,8 +25,8 @@ export function Chat() {
         </label>
         <button type="submit">Open history</button>
       </form>
-      <ListView<Channel>
-        path="/chat/channels"
+      <ListView
+        path="/api/v1/ops/chat/channels"
         search="Channel id"
         rowKey={(c) => c.channel_id}
         columns={[
@@ -64,8 +51,9 @@ export function ChannelMessages() {
         </>
       }
     >
-      <ListView<Message>
-        path={`/chat/channels/${encodeURIComponent(id)}/messages`}
+      <ListView
+        path="/api/v1/ops/chat/channels/{id}/messages"
+        params={{ id }}
         search="Text"
         filters={[
           { key: 'sender_id', label: 'Sender', kind: 'id' },

@@ -1,25 +1,6 @@
 import { count, shortId, time } from '../format';
 import { Link, ListView, Screen } from '../ui';
 
-interface Item {
-  id: string;
-  slug: string;
-  name: string;
-  category: string;
-  rarity: string;
-  inserted_at: string;
-  updated_at: string;
-}
-interface Listing {
-  id: string;
-  item_def_id: string;
-  currency: string;
-  price: number;
-  active: boolean;
-  valid_from: string | null;
-  valid_until: string | null;
-}
-
 /** The catalogue's item definitions and the store's listings. */
 export function Economy(props: { tab: 'items' | 'listings' }) {
   return (
@@ -33,9 +14,9 @@ export function Economy(props: { tab: 'items' | 'listings' }) {
         </Link>
       </nav>
       {props.tab === 'items' ? (
-        <ListView<Item>
+        <ListView
           key="items"
-          path="/economy/items"
+          path="/api/v1/ops/economy/items"
           search="Slug or name"
           filters={[
             { key: 'category', label: 'Category', kind: 'text' },
@@ -53,9 +34,9 @@ export function Economy(props: { tab: 'items' | 'listings' }) {
           empty="The catalogue defines no items."
         />
       ) : (
-        <ListView<Listing>
+        <ListView
           key="listings"
-          path="/economy/listings"
+          path="/api/v1/ops/economy/listings"
           filters={[
             { key: 'currency', label: 'Currency', kind: 'text' },
             { key: 'active', label: 'Active', kind: 'boolean' },

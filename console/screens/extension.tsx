@@ -1,17 +1,11 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ops, queryString } from '../api';
+import { api, given, type Row } from '../api';
 import { useLoad } from '../load';
 import { setQuery, useLocation } from '../router';
 import { Failure, Figure, Screen } from '../ui';
 
-export interface ConsoleScreen {
-  extension: string;
-  id: string;
-  title: string;
-  action: string;
-  fields: string[];
-}
+export type ConsoleScreen = Row<'/api/v1/ops/console/screens'>;
 
 /**
  * A screen an extension's manifest declares: the console asks for its
@@ -58,8 +52,10 @@ function Fields(props: { fields: string[]; values: Record<string, string> }) {
 }
 
 function Result(props: { screen: ConsoleScreen; values: Record<string, string> }) {
-  const url = `/ext/${encodeURIComponent(props.screen.extension)}/${encodeURIComponent(props.screen.action)}${queryString(props.values)}`;
-  const loaded = useLoad(url, () => ops<unknown>(url));
+  const { extension, action } = props.screen;
+  const query = given(props.values);
+  // An extension's actions are not in the client's document, so this one call is untyped.
+  const loaded = useLoad(JSON.stringify([extension, action, query]), (): Promise<unknown> => api.call('GET', '/api/v1/ops/ext/{extension}/{action}', { path: { extension, action }, query }));
   if (loaded.error) return <Failure error={loaded.error} />;
   if (loaded.data === null) return <p class="muted">Loading…</p>;
   return <Value value={loaded.data} />;

@@ -1,16 +1,9 @@
 import { useState } from 'preact/hooks';
-import { ops, type ApiFailure } from '../api';
+import { api, failed, type Data, type Failed } from '../api';
 import { count } from '../format';
 import { Failure, Figure, Screen } from '../ui';
 
-interface PurgeResult {
-  matched: number;
-  deleted: number;
-  skipped: number;
-  failed: number;
-  remaining: number;
-  dry_run: boolean;
-}
+type PurgeResult = Data<'/api/v1/ops/players/guests/purge', 'post'>;
 
 const UNITS = { days: 86_400, hours: 3_600, minutes: 60 } as const;
 type Unit = keyof typeof UNITS;
@@ -26,17 +19,17 @@ export function GuestPurge(props: { canErase: boolean }) {
   const [dry, setDry] = useState<PurgeResult | null>(null);
   const [echo, setEcho] = useState('');
   const [done, setDone] = useState<PurgeResult | null>(null);
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const [error, setError] = useState<Failed | null>(null);
   const [busy, setBusy] = useState(false);
   const seconds = Math.max(0, Math.floor(Number(amount) || 0)) * UNITS[unit];
 
-  const run = async (body: Record<string, unknown>) => {
+  const run = async (body: { dry_run: true } | { confirm_count: number }) => {
     setBusy(true);
     setError(null);
     try {
-      return (await ops<{ data: PurgeResult }>('/players/guests/purge', { method: 'POST', body: { inactive_for_seconds: seconds, ...body } })).data;
+      return (await api.post('/api/v1/ops/players/guests/purge', { body: { inactive_for_seconds: seconds, ...body } })).data;
     } catch (err) {
-      setError(err as ApiFailure);
+      setError(failed(err));
       return null;
     } finally {
       setBusy(false);

@@ -3,31 +3,14 @@ import { count, time } from '../format';
 import { useLocation } from '../router';
 import { Link, ListView, Screen } from '../ui';
 
-interface Board {
-  board_id: string;
-  entries: number;
-  top_score: number | null;
-  updated_at: string | null;
-  live: boolean;
-}
-interface Entry {
-  id: string;
-  leaderboard_id: string;
-  player_id: string;
-  score: number;
-  sub_score: number;
-  rank: number;
-  updated_at: string;
-}
-
 // A board id is any text, so it travels in the query, never as a path segment.
 const boardLink = (id: string) => `/leaderboards/board?id=${encodeURIComponent(id)}`;
 
 export function Leaderboards() {
   return (
     <Screen title="Leaderboards" subtitle="Boards held live on this node or stored, largest first.">
-      <ListView<Board>
-        path="/leaderboards"
+      <ListView
+        path="/api/v1/ops/leaderboards"
         search="Board id"
         rowKey={(b) => b.board_id}
         columns={[
@@ -55,8 +38,9 @@ export function BoardEntries() {
         </>
       }
     >
-      <ListView<Entry>
-        path={`/leaderboards/${encodeURIComponent(id)}/entries`}
+      <ListView
+        path="/api/v1/ops/leaderboards/{id}/entries"
+        params={{ id }}
         rowKey={(e) => e.id}
         columns={[
           { label: 'Rank', numeric: true, cell: (e) => <strong>{count(e.rank)}</strong> },

@@ -1,21 +1,11 @@
-import { ops } from '../api';
+import { api } from '../api';
 import { count, ms, shortId, time } from '../format';
 import { useLoad } from '../load';
 import { Figure, ListView, Screen } from '../ui';
 
-interface MatchRecord {
-  id: string;
-  mode: string;
-  status: string;
-  result: unknown;
-  started_at: string | null;
-  finished_at: string | null;
-  inserted_at: string;
-}
-
 /** What runs on this node now, and the stored records of finished matches. */
 export function Matches() {
-  const live = useLoad('stats', () => ops<{ data: { live_matches: number | null; live_worlds: number | null; tick_lateness_p99_ms: number | null } }>('/stats'), { everyMs: 5000 });
+  const live = useLoad('stats', () => api.get('/api/v1/ops/stats'), { everyMs: 5000 });
   const s = live.data?.data;
   return (
     <Screen title="Matches" subtitle="Live figures of this node, then finished match records.">
@@ -25,8 +15,8 @@ export function Matches() {
         <Figure label="Tick lateness p99" value={ms(s?.tick_lateness_p99_ms)} />
       </div>
       <h2>Records</h2>
-      <ListView<MatchRecord>
-        path="/matches"
+      <ListView
+        path="/api/v1/ops/matches"
         search="Mode"
         filters={[
           { key: 'mode', label: 'Mode', kind: 'text' },

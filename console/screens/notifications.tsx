@@ -2,20 +2,11 @@ import { PlayerName } from '../player-name';
 import { time } from '../format';
 import { ListView, Screen } from '../ui';
 
-interface Notification {
-  id: string;
-  player_id: string;
-  type: string;
-  subject: string;
-  read: boolean;
-  sent_at: string;
-}
-
 export function Notifications() {
   return (
     <Screen title="Notifications" subtitle="Stored notifications of every player, newest first.">
-      <ListView<Notification>
-        path="/notifications"
+      <ListView
+        path="/api/v1/ops/notifications"
         search="Subject"
         filters={[
           { key: 'player_id', label: 'Player', kind: 'id' },

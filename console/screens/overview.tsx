@@ -1,41 +1,12 @@
-import { useEffect, useState } from 'preact/hooks';
-import { ops, type ApiFailure, type Page } from '../api';
+import { api, type Data, type Row } from '../api';
 import { Chart } from '../chart';
 import { bytes, count, ms } from '../format';
+import { useLoad, type Loaded } from '../load';
 import { Failure, Figure, Screen } from '../ui';
 
-export interface Component {
-  name: string;
-  version: string;
-  capabilities: { name: string; enabled: boolean }[];
-}
-export interface Features {
-  core: Component;
-  extensions: Component[];
-}
-
-interface Stats {
-  node: string;
-  online_players: number | null;
-  uptime_ms: number | null;
-  event_loop_lag_p99_ms: number | null;
-  event_loop_utilization: number | null;
-  memory_rss: number | null;
-  memory_heap_used: number | null;
-  script_workers: number | null;
-  live_matches: number | null;
-  live_worlds: number | null;
-  sockets: number | null;
-  tick_lateness_p99_ms: number | null;
-  matchmaker_waiting: number | null;
-}
-
-interface ModeRow {
-  mode: string;
-  waiting: number;
-  oldest_wait_ms: number;
-  average_wait_ms: number;
-}
+type Features = Data<'/api/v1/ops/features'>;
+type Stats = Data<'/api/v1/ops/stats'>;
+type ModeRow = Row<'/api/v1/ops/matchmaker'>;
 
 /** Samples kept per chart: ten minutes at the refresh interval. */
 const KEEP = 200;
@@ -69,39 +40,26 @@ function push(s: Series, stats: Stats, modes: ModeRow[]): Series {
   };
 }
 
-/** Node figures and features, with live charts refreshed every few seconds from `/ops/stats` and `/ops/matchmaker`. */
-export function Overview() {
-  const [stats, setStats] = useState<Stats | null>(null);
-  const [features, setFeatures] = useState<Features | null>(null);
-  const [series, setSeries] = useState<Series>(history);
-  const [error, setError] = useState<ApiFailure | null>(null);
+/** One sample: the node's figures, with the charts' history grown by them. */
+async function sample(): Promise<Stats> {
+  const [s, mm] = await Promise.all([api.get('/api/v1/ops/stats'), api.get('/api/v1/ops/matchmaker', { query: { limit: '200' } })]);
+  history = push(history, s.data, mm.data);
+  return s.data;
+}
 
-  useEffect(() => {
-    let stopped = false;
-    const sample = async () => {
-      try {
-        const [s, mm] = await Promise.all([ops<{ data: Stats }>('/stats'), ops<Page<ModeRow>>('/matchmaker?limit=200')]);
-        if (stopped) return;
-        history = push(history, s.data, mm.data);
-        setStats(s.data);
-        setSeries(history);
-        setError(null);
-      } catch (err) {
-        if (!stopped) setError(err as ApiFailure);
-      }
-    };
-    void sample();
-    ops<{ data: Features }>('/features').then((f) => !stopped && setFeatures(f.data), (err) => !stopped && setError(err as ApiFailure));
-    const timer = setInterval(sample, EVERY_MS);
-    return () => {
-      stopped = true;
-      clearInterval(timer);
-    };
-  }, []);
+/**
+ * Node figures and features (the app's one read of them), with live charts
+ * refreshed every few seconds from `/ops/stats` and `/ops/matchmaker`.
+ */
+export function Overview(props: { features: Loaded<Features> }) {
+  const live = useLoad('overview', sample, { everyMs: EVERY_MS });
+  const stats = live.data;
+  const features = props.features.data;
+  const series = history;
 
   return (
     <Screen title="Overview" subtitle={stats ? <>Node <code>{stats.node}</code>, up {ms(stats.uptime_ms)}; refreshed every {EVERY_MS / 1000} s</> : 'Loading node figures…'}>
-      <Failure error={error} />
+      <Failure error={live.error ?? props.features.error} />
       <div class="figures">
         <Figure label="Online players" value={count(stats?.online_players)} testId="figure-online" />
         <Figure label="Live matches" value={count(stats?.live_matches)} />

@@ -1,27 +1,11 @@
 import { useState } from 'preact/hooks';
-import { ApiFailure, ops } from '../api';
+import { api, failed, type Data, type Failed } from '../api';
 import { count, shortId, time } from '../format';
 import { useLoad } from '../load';
 import { navigate, useLocation } from '../router';
 import { Failure, Figure, Link, ListView, Screen } from '../ui';
 
-interface Player {
-  id: string;
-  username: string;
-  display_name: string | null;
-  avatar_url: string | null;
-  metadata: Record<string, unknown>;
-  inserted_at: string | null;
-  updated_at: string | null;
-}
-
-type Row = Record<string, unknown>;
-interface PlayerExport {
-  player_id: string;
-  exported_at: string;
-  tables: Record<string, Row[]>;
-  extensions: Record<string, unknown>;
-}
+type Player = Data<'/api/v1/ops/players/{id}'>;
 
 export function PlayerList() {
   const erased = useLocation().query.get('erased');
@@ -32,8 +16,8 @@ export function PlayerList() {
           Erased <strong>{erased}</strong>.
         </p>
       ) : null}
-      <ListView<Player>
-        path="/players"
+      <ListView
+        path="/api/v1/ops/players"
         search="Username or display name"
         filters={[{ key: 'guest', label: 'Guest', kind: 'boolean' }]}
         rowKey={(p) => p.id}
@@ -50,37 +34,40 @@ export function PlayerList() {
   );
 }
 
-const rows = (exp: PlayerExport | null, table: string): Row[] => exp?.tables[table] ?? [];
-
-/** One player: profile and a summary of everything held about them (read from the export), with export and erase. */
+/**
+ * One player: profile and a summary of what is held about them, from the
+ * light summary route; the full export is read only when asked for.
+ */
 export function PlayerPage(props: { id: string; canErase: boolean }) {
-  const player = useLoad(`player:${props.id}`, () => ops<{ data: Player }>(`/players/${encodeURIComponent(props.id)}`));
-  const held = useLoad(`export:${props.id}`, () => ops<{ data: PlayerExport }>(`/players/${encodeURIComponent(props.id)}/export`));
+  const path = { id: props.id };
+  const player = useLoad(`player:${props.id}`, () => api.get('/api/v1/ops/players/{id}', { path }));
+  const held = useLoad(`summary:${props.id}`, () => api.get('/api/v1/ops/players/{id}/summary', { path }));
   const [erasing, setErasing] = useState(false);
+  const [exporting, setExporting] = useState(false);
+  const [exportError, setExportError] = useState<Failed | null>(null);
   const p = player.data?.data ?? null;
-  const exp = held.data?.data ?? null;
+  const sum = held.data?.data ?? null;
 
-  const download = () => {
-    if (!exp) return;
-    const blob = new Blob([JSON.stringify(exp, null, 2)], { type: 'application/json' });
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = `player-${props.id}.json`;
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  const download = async () => {
+    setExporting(true);
+    setExportError(null);
+    try {
+      const exp = (await api.get('/api/v1/ops/players/{id}/export', { path })).data;
+      const blob = new Blob([JSON.stringify(exp, null, 2)], { type: 'application/json' });
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = `player-${props.id}.json`;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      setExportError(failed(err));
+    } finally {
+      setExporting(false);
+    }
   };
-
-  const identities = rows(exp, 'player_identities');
-  const wallets = rows(exp, 'wallets');
-  const items = rows(exp, 'player_items');
-  const saves = rows(exp, 'cloud_saves');
-  const storage = rows(exp, 'storage');
-  const friends = rows(exp, 'friendships').filter((f) => f.status === 'accepted');
-  const matches = [...rows(exp, 'match_records')].sort((a, b) => String(b.inserted_at).localeCompare(String(a.inserted_at))).slice(0, 10);
-  const stats = rows(exp, 'player_stats')[0];
 
   return (
     <Screen
@@ -92,7 +79,7 @@ export function PlayerPage(props: { id: string; canErase: boolean }) {
       }
       actions={
         <>
-          <button type="button" onClick={download} disabled={!exp}>
+          <button type="button" onClick={download} disabled={exporting}>
             Export JSON
           </button>
           {props.canErase && p ? (
@@ -103,34 +90,34 @@ export function PlayerPage(props: { id: string; canErase: boolean }) {
         </>
       }
     >
-      <Failure error={player.error ?? held.error} />
+      <Failure error={player.error ?? held.error ?? exportError} />
       {p ? (
         <div class="figures">
           <Figure label="Username" value={p.username} testId="player-username" />
           <Figure label="Joined" value={time(p.inserted_at)} />
-          <Figure label="Providers" value={identities.length ? identities.map((i) => String(i.provider)).join(', ') : 'none'} testId="player-providers" />
-          <Figure label="Friends" value={count(friends.length)} />
-          <Figure label="Groups" value={count(rows(exp, 'group_members').length)} />
-          <Figure label="Saves" value={count(saves.length)} hint={`${count(storage.length)} storage objects`} />
-          <Figure label="Games" value={stats ? `${count(stats.games_played as number)} (${count(stats.wins as number)} won)` : '–'} />
+          <Figure label="Providers" value={sum ? sum.providers.join(', ') || 'none' : '–'} testId="player-providers" />
+          <Figure label="Friends" value={count(sum?.friends)} />
+          <Figure label="Groups" value={count(sum?.groups)} />
+          <Figure label="Saves" value={count(sum?.saves.length)} hint={sum ? `${count(sum.storage.objects)} storage objects` : undefined} />
+          <Figure label="Games" value={sum?.stats ? `${count(sum.stats.games_played)} (${count(sum.stats.wins)} won)` : '–'} testId="player-games" />
         </div>
       ) : null}
-      {exp ? (
+      {sum ? (
         <div class="columns">
           <Panel title="Wallets">
-            <SmallTable rows={wallets} empty="No wallet." columns={[['Currency', (r) => String(r.currency)], ['Balance', (r) => count(r.balance as number)]]} />
+            <SmallTable rows={sum.wallets} empty="No wallet." columns={[['Currency', (r) => r.currency], ['Balance', (r) => count(r.balance)]]} />
           </Panel>
           <Panel title="Inventory">
-            <SmallTable rows={items} empty="No items." columns={[['Item', (r) => <code>{shortId(r.item_def_id as string)}</code>], ['Quantity', (r) => count(r.quantity as number)], ['Acquired', (r) => time(r.acquired_at as string)]]} />
+            <SmallTable rows={sum.items} empty="No items." columns={[['Item', (r) => <code>{shortId(r.item_def_id)}</code>], ['Quantity', (r) => count(r.quantity)], ['Acquired', (r) => time(r.acquired_at)]]} />
           </Panel>
           <Panel title="Saves and storage">
-            <SmallTable rows={saves} empty="No cloud saves." columns={[['Slot', (r) => String(r.slot)], ['Version', (r) => count(r.version as number)], ['Updated', (r) => time(r.updated_at as string)]]} />
+            <SmallTable rows={sum.saves} empty="No cloud saves." columns={[['Slot', (r) => r.slot], ['Version', (r) => count(r.version)], ['Updated', (r) => time(r.updated_at)]]} />
             <p class="muted">
-              {count(storage.length)} storage objects in {count(new Set(storage.map((s) => s.collection)).size)} collections.
+              {count(sum.storage.objects)} storage objects in {count(sum.storage.collections)} collections.
             </p>
           </Panel>
           <Panel title="Recent matches">
-            <SmallTable rows={matches} empty="No matches played." columns={[['Mode', (r) => String(r.mode)], ['Status', (r) => String(r.status)], ['Finished', (r) => time(r.finished_at as string)]]} />
+            <SmallTable rows={sum.recent_matches} empty="No matches played." columns={[['Mode', (r) => String(r.mode)], ['Status', (r) => r.status], ['Finished', (r) => time(r.finished_at)]]} />
           </Panel>
         </div>
       ) : held.loading ? (
@@ -150,7 +137,7 @@ function Panel(props: { title: string; children: preact.ComponentChildren }) {
   );
 }
 
-function SmallTable(props: { rows: Row[]; empty: string; columns: [string, (r: Row) => preact.ComponentChildren][] }) {
+function SmallTable<R>(props: { rows: R[]; empty: string; columns: [string, (r: R) => preact.ComponentChildren][] }) {
   if (props.rows.length === 0) return <p class="muted">{props.empty}</p>;
   return (
     <table class="small">
@@ -177,17 +164,17 @@ function SmallTable(props: { rows: Row[]; empty: string; columns: [string, (r: R
 /** Erasure is final: the operator types the username back before the server is even asked. */
 function EraseDialog(props: { player: Player; onClose: () => void }) {
   const [echo, setEcho] = useState('');
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const [error, setError] = useState<Failed | null>(null);
   const [busy, setBusy] = useState(false);
   const erase = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
     setError(null);
     try {
-      await ops(`/players/${encodeURIComponent(props.player.id)}/erase`, { method: 'POST', body: { username: echo } });
+      await api.post('/api/v1/ops/players/{id}/erase', { path: { id: props.player.id }, body: { username: echo } });
       navigate(`/players?erased=${encodeURIComponent(props.player.username)}`);
     } catch (err) {
-      setError(err as ApiFailure);
+      setError(failed(err));
     } finally {
       setBusy(false);
     }

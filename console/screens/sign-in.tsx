@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import { ApiFailure, openSession } from '../api';
+import { ServiceError } from '../../client';
+import { openSession } from '../api';
 
 /** The secret opens a session; the label only names the person on audit rows. */
 export function SignIn(props: { onSignedIn: () => void }) {
@@ -16,7 +17,7 @@ export function SignIn(props: { onSignedIn: () => void }) {
       setSecret('');
       props.onSignedIn();
     } catch (err) {
-      const failure = err instanceof ApiFailure ? err : null;
+      const failure = err instanceof ServiceError ? err : null;
       setError(
         failure?.status === 403
           ? 'That is not the operator secret.'

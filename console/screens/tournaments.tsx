@@ -1,23 +1,11 @@
 import { count, time } from '../format';
 import { Link, ListView, Screen } from '../ui';
 
-interface Tournament {
-  id: string;
-  name: string;
-  leaderboard_id: string;
-  status: string;
-  start_at: string | null;
-  end_at: string | null;
-  max_entries: number | null;
-  entry_fee: unknown;
-  live: boolean;
-}
-
 export function Tournaments() {
   return (
     <Screen title="Tournaments" subtitle="Every tournament, whatever its status; live ones are carried by this node's clock.">
-      <ListView<Tournament>
-        path="/tournaments"
+      <ListView
+        path="/api/v1/ops/tournaments"
         search="Name"
         filters={[
           { key: 'status', label: 'Status', kind: 'text', placeholder: 'active' },

@@ -3,6 +3,7 @@ import { isUuid } from '../platform/ids';
 import { EXPORT_TABLES, type ColumnKind, type ExportTable } from '../ops/export';
 import { DEPTH_MAX, FILTER_MAX_CHARS, LIMIT_DEFAULT, LIMIT_MAX, PAGE_MAX, type ListRules } from '../ops/lists';
 import { PURGE_LIMIT_DEFAULT, PURGE_LIMIT_MAX } from '../ops/purge';
+import { RECENT_MATCHES } from '../ops/summary';
 import { IsoTime, JsonObject, Uuid } from './common';
 import { Tournament } from './tournaments';
 import { coded, ruled } from './rules';
@@ -211,6 +212,24 @@ export const PlayerExport = z.object({
   tables: z.strictObject(Object.fromEntries(EXPORT_TABLES.map((t) => [t.table, exportRows(t)]))),
   extensions: z.record(z.string(), z.unknown()).meta({ description: 'per installed extension (by name), its exported data, or `{skipped: true, reason: "no_export_hook"}` for one without an export hook; empty when none is installed' }),
 });
+export type PlayerExport = z.output<typeof PlayerExport>;
+
+/** What the console's player page draws (runtime/ops/summary.ts): counts and short lists, far less than the export. */
+export const PlayerSummary = z.object({
+  player_id: Uuid,
+  providers: z.array(z.string()).meta({ description: 'linked identity providers by name (never their ids), in link order' }),
+  friends: z.number().int().meta({ description: 'accepted friendships, either direction' }),
+  groups: z.number().int().meta({ description: 'groups the player is a member of' }),
+  stats: z.object({ games_played: z.number().int(), wins: z.number().int() }).nullable().meta({ description: 'null before the first finished match' }),
+  wallets: z.array(z.object({ currency: z.string(), balance: z.number().int() })),
+  items: z.array(z.object({ item_def_id: Uuid, quantity: z.number().int(), acquired_at: IsoTime })),
+  saves: z.array(z.object({ slot: z.string(), version: z.number().int(), updated_at: IsoTime })),
+  storage: z.object({ objects: z.number().int(), collections: z.number().int() }),
+  recent_matches: z
+    .array(z.object({ id: Uuid, mode: z.string().nullable(), status: z.string(), finished_at: IsoTime.nullable() }))
+    .meta({ description: `the ${RECENT_MATCHES} newest match records naming the player, newest first (no roster)` }),
+});
+export type PlayerSummary = z.output<typeof PlayerSummary>;
 
 /** The operator's confirmation: the player's username, echoed. Absent or not a string is 400 `ops.confirmation_required`. */
 export const OperatorEraseConfirmation = z.object({
@@ -218,8 +237,10 @@ export const OperatorEraseConfirmation = z.object({
     code: 'ops.confirmation_required',
   }),
 });
+export type OperatorEraseConfirmation = z.output<typeof OperatorEraseConfirmation>;
 
 export const OperatorErased = z.object({ player_id: Uuid, erased: z.literal(true) });
+export type OperatorErased = z.output<typeof OperatorErased>;
 
 const count = (description: string) => z.number().int().meta({ description });
 
@@ -236,6 +257,7 @@ export const GuestPurgeRequest = z.object({
   confirm_count: z.number().int().min(0).optional().meta({ description: 'required unless dry_run: the number of guests the cutoff selects now (a dry run’s `matched`); another number is 409 ops.purge_count_mismatch' }),
   limit: z.number().int().optional().meta({ description: `guests erased by this call, 1-${PURGE_LIMIT_MAX} (default ${PURGE_LIMIT_DEFAULT}); out of range is clamped` }),
 });
+export type GuestPurgeRequest = z.output<typeof GuestPurgeRequest>;
 
 export const GuestPurgeResult = z.object({
   matched: count('unclaimed guests the cutoff selected when the call began'),
@@ -245,3 +267,4 @@ export const GuestPurgeResult = z.object({
   remaining: count('guests the cutoff still selects after this call; loop while `deleted` is above zero'),
   dry_run: z.boolean(),
 });
+export type GuestPurgeResult = z.output<typeof GuestPurgeResult>;

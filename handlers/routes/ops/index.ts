@@ -8,6 +8,7 @@ import { listRequest, type ListQuery } from '../../../runtime/ops/lists';
 import { BOARD_LIST, CHANNEL_LIST, ENTRY_LIST, listBoardEntries, listBoards, listChannels, listMatchmaker, MATCHMAKER_LIST } from '../../../runtime/ops/live';
 import { getOpsPlayer, listPlayers, PLAYER_LIST } from '../../../runtime/ops/players';
 import { purgeGuests } from '../../../runtime/ops/purge';
+import { playerSummary } from '../../../runtime/ops/summary';
 import {
   getItem,
   getListing,
@@ -51,6 +52,7 @@ import {
   OpsStats,
   OpsTournament,
   PlayerExport,
+  PlayerSummary,
 } from '../../../runtime/schemas/ops';
 import { Player } from '../../../runtime/schemas/players';
 import { route, type Route } from '../../contract';
@@ -125,6 +127,19 @@ export const opsRoutes: Route[] = [
     response: oneOf(PlayerExport),
     errors: ['ops.invalid_id', 'ops.not_found', 'ops.export_incomplete'],
     handle: async ({ ctx, params, operator }) => ({ data: await exportPlayer(ctx, params.id, operator.actor.id) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/api/v1/ops/players/:id/summary',
+    summary: 'What the console shows about one player: linked providers, friend and group counts, stats, wallets, inventory, saves, storage counts, recent matches',
+    tag: 'ops',
+    auth: 'operator',
+    capability: 'player_data',
+    rate: 'api',
+    params: OpsIdPath,
+    response: oneOf(PlayerSummary),
+    errors: ['ops.invalid_id', 'ops.not_found'],
+    handle: async ({ ctx, params }) => ({ data: await playerSummary(ctx, params.id) }),
   }),
   route({
     method: 'POST',
