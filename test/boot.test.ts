@@ -2,76 +2,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startHost, type Child as HostProcess } from '../bench/_children';
+import { describe, expect, it } from 'vitest';
+import { productionHosts, status, until } from './support/production-host';
 
-// The production entry (dist/host.mjs, built by `npm test` before the suite) as
-// `npm start` runs it: real processes, real exit codes.
-const running: HostProcess[] = [];
-afterEach(async () => {
-  for (const h of running.splice(0)) await h.stop(1000);
-});
-
-async function host(env: Record<string, string>): Promise<HostProcess> {
-  const h = await startHost(env);
-  running.push(h);
-  return h;
-}
-
-async function until<T>(what: () => Promise<T | undefined>, withinMs: number): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const v = await what().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() - started > withinMs) throw new Error(`not within ${withinMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const status = (h: HostProcess, p: string) => fetch(`${h.url}${p}`).then(async (r) => ({ status: r.status, body: await r.json() }));
+// The data directory's lock is tested in test/boot-data-dir.test.ts, a file of its own so the two run on separate forks.
+const host = productionHosts();
 
 describe('boot of the production host', () => {
-  it('refuses a second process on the same embedded data directory, naming it and the holder', async () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-lock-')), 'data');
-    const first = await host({ SVC_DATA_DIR: dir });
-    await first.ready(60_000);
-
-    const second = await host({ SVC_DATA_DIR: dir });
-    expect(await second.exited).toBe(2);
-    expect(second.stderr()).toContain(dir);
-    expect(second.stderr()).toContain(String(first.proc.pid));
-    // The first is untouched.
-    expect((await status(first, '/api/v1/health/ready')).status).toBe(200);
-
-    // Stopped cleanly, it leaves the directory to the next process.
-    first.proc.kill('SIGTERM');
-    expect(await first.exited).toBe(0);
-    const third = await host({ SVC_DATA_DIR: dir });
-    await third.ready(60_000);
-  }, 150_000);
-
-  it('a SIGTERM during boot stops the node cleanly once it is up (exit 0), and the next process takes the directory', async () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-early-')), 'data');
-    const first = await host({ SVC_DATA_DIR: dir });
-    // A fresh embedded directory takes seconds to initialise: a signal then lands inside the boot.
-    await until(async () => (first.events.get('data_dir_initialising') ? true : undefined), 30_000);
-    first.proc.kill('SIGTERM');
-    expect(await first.exited).toBe(0);
-    expect(first.events.get('shutdown_complete')).toBe(1);
-    const next = await host({ SVC_DATA_DIR: dir });
-    await next.ready(60_000);
-  }, 150_000);
-
-  it('takes over a lock whose holder is gone (a crash or a kill)', async () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-lock-')), 'data');
-    const first = await host({ SVC_DATA_DIR: dir });
-    await first.ready(60_000);
-    first.proc.kill('SIGKILL');
-    await first.exited;
-    const next = await host({ SVC_DATA_DIR: dir });
-    await next.ready(60_000);
-  }, 150_000);
-
   it('refuses a settings file with mistakes in one line naming every bad key, exit 2', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-settings-'));
     const config = path.join(dir, 'settings.json');
