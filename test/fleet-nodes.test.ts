@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { REDIS_URL, redisDown } from './support/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { afterCommit } from '../runtime/platform/effects';
 import type { OpenDatabase } from '../host/infra/database';
@@ -9,22 +10,6 @@ import { registerPlayer, TestSocket } from './support/ws-client';
 // Two nodes in this process over one database (so it runs on the embedded
 // database too) and one real Redis: what the three-process test cannot
 // reach from outside, because the service has no route for it.
-
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-async function redisDown(): Promise<string | null> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    await redis.ping();
-    return null;
-  } catch (err) {
-    return `Redis is not reachable at ${REDIS_URL} (${(err as Error).message}); .ci/run starts one`;
-  } finally {
-    redis.disconnect();
-  }
-}
 
 const skipReason = await redisDown();
 

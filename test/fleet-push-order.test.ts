@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { REDIS_URL, redisDown } from './support/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenDatabase } from '../host/infra/database';
 import { freshDatabase } from './support/database';
@@ -11,22 +12,6 @@ import { recordFrames, registerPlayer, TestSocket, type Frame } from './support/
 // match.state frames written straight to the socket, and every socket gets
 // each push once whichever node holds it. Two nodes in this process over one
 // database (so it also runs on the embedded one) and one real Redis.
-
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-async function redisDown(): Promise<string | null> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    await redis.ping();
-    return null;
-  } catch (err) {
-    return `Redis is not reachable at ${REDIS_URL} (${(err as Error).message}); .ci/run starts one`;
-  } finally {
-    redis.disconnect();
-  }
-}
 
 const skipReason = await redisDown();
 

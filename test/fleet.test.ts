@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { REDIS_URL, redisDown } from './support/redis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHost, type Child } from '../bench/_children';
@@ -18,22 +19,13 @@ import { TestSocket, type Frame } from './support/ws-client';
 // (fresh name, dropped at the end), so it never meets another file's schema.
 // Redis keys and the bus channel get a fresh prefix for the same reason.
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const OPS = 'fleet-test-operator-secret-0123456789abcdef';
 const NODES = ['node-a', 'node-b', 'node-c'] as const;
 
 async function unreachable(): Promise<string | null> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    await redis.ping();
-  } catch (err) {
-    return `Redis is not reachable at ${REDIS_URL} (${(err as Error).message}); .ci/run starts one`;
-  } finally {
-    redis.disconnect();
-  }
+  const down = await redisDown();
+  if (down) return down;
   const client = new pg.Client({ connectionString: SERVER_URL, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();
