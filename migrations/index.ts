@@ -10,6 +10,7 @@ import * as m0025 from './0025_votes';
 import * as m0026 from './0026_tournaments';
 import * as m0027 from './0027_receipt_redemption';
 import * as m0028 from './0028_worlds';
+import * as m0029 from './0029_match_records_players';
 
 /**
  * Every migration, in order. Imported statically so the bundle carries them;
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0026_tournaments': m0026,
   '0027_receipt_redemption': m0027,
   '0028_worlds': m0028,
+  '0029_match_records_players': m0029,
 };

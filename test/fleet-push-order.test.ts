@@ -38,7 +38,7 @@ const SETTINGS = { match_workers: 0 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, probe: () => boolean, withinMs = 5000): Promise<void> {
+async function until(what: string, probe: () => boolean, withinMs = 15_000): Promise<void> {
   const deadline = Date.now() + withinMs;
   while (!probe()) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`);

@@ -57,10 +57,10 @@ export class Fleet {
       for (const p of m.p ?? []) this.#sessions.disconnect(p);
       if (m.t) this.#sessions.disconnectTokens(m.t);
     });
-    bus.on('push', (m: { p: string[]; t: string; y: string }, from) => {
+    bus.on('push', (m: { p: string[]; t: string; y: string; f?: 1 }, from) => {
       const sessions = this.#sessions;
-      // The publishing node handed the frame to its own sockets in `push`.
-      if (from === bus.nodeId || !sessions) return;
+      // The publishing node handed the frame to its own sockets in `push`, unless it asked for the fleet's order (`f`).
+      if ((from === bus.nodeId && !m.f) || !sessions) return;
       const sent = sessions.metrics.frameOut(m.y);
       for (const p of m.p) sessions.pushText(p, m.t, sent);
     });
@@ -129,11 +129,21 @@ export class Fleet {
     return new FleetLeaderboards(this.bus, boards, this.presence, this.log);
   }
 
-  /** A frame to these players' sockets on every node. Returns the sockets this node reached at once (a fleet reaches the rest later). */
-  push(players: readonly string[], frame: ServerFrame): number {
+  /**
+   * A frame to these players' sockets on every node. Returns the sockets this
+   * node reached at once (a fleet reaches the rest later). `order: 'fleet'`
+   * is for frames where the last one wins (presence): a clustered node then
+   * delivers to its own sockets only when the frame comes back over the bus,
+   * so every socket sees two nodes' frames in the bus's one order.
+   */
+  push(players: readonly string[], frame: ServerFrame, order: 'here-first' | 'fleet' = 'here-first'): number {
     const sessions = this.#sessions;
     if (!sessions) return 0;
     const text = JSON.stringify(frame);
+    if (order === 'fleet' && this.clustered) {
+      this.bus.publish('push', { p: players, t: text, y: frame.type, f: 1 });
+      return 0;
+    }
     const sent = sessions.metrics.frameOut(frame.type);
     const before = sent.n;
     // This node's sockets get the frame now, so it keeps its place among the

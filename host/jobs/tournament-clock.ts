@@ -40,6 +40,8 @@ export class TournamentClock {
    */
   tick(): Promise<Advanced> {
     if (this.#stopped) return Promise.resolve({ activated: [], finished: [] });
+    // A queued pass outlives the running one by a moment (it starts once that one settles): join it.
+    if (this.#queued) return this.#queued;
     if (!this.#running) return this.#start();
     this.#queued ??= this.#running.then(() => {
       this.#queued = null;

@@ -122,7 +122,7 @@ export class LiveHost implements LiveState {
     const hosted = { matches: () => matches!.liveIds(), worlds: () => worlds!.liveIds() };
     fleet.attach({ sessions: gateway.sessions, chat, gateway, hosted });
     this.#fleet = fleet;
-    const presence = new PresenceHost(ctx, (players, frame) => void fleet.push(players, frame), gateway.sessions, fleet.presence);
+    const presence = new PresenceHost(ctx, (players, frame) => void fleet.push(players, frame, 'fleet'), gateway.sessions, fleet.presence);
     chat.attach(gateway);
     presence.attach(gateway);
     gateway.attach(server);

@@ -704,7 +704,8 @@ function restoreState(L: any, state: KeptState): void {
     let same = t.metatable === k.metatable && t.strong.size === k.hashes.length;
     for (let i = 0; same && i < k.hashes.length; i++) {
       const e = t.strong.get(k.hashes[i]);
-      same = e !== undefined && e.value.type === k.types[i] && e.value.value === k.values[i];
+      // Object.is: -0 is not 0 to a script (1/x), and a NaN is unchanged, not changed on every call.
+      same = e !== undefined && e.value.type === k.types[i] && Object.is(e.value.value, k.values[i]);
     }
     if (same) continue;
     t.metatable = k.metatable;
@@ -728,7 +729,7 @@ function restoreState(L: any, state: KeptState): void {
     for (let i = 0; i < f.slots.length; i++) {
       const slot = f.slots[i]!;
       if (f.upvalues[i] !== slot) f.upvalues[i] = slot;
-      if (slot.type !== f.types[i] || slot.value !== f.values[i]) {
+      if (slot.type !== f.types[i] || !Object.is(slot.value, f.values[i])) {
         slot.type = f.types[i]!;
         slot.value = f.values[i];
       }
