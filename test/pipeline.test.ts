@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createApp } from '../handlers/app';
 import { route, type Route } from '../handlers/contract';
+import { SECURITY_HEADERS } from '../handlers/http';
 import { startTestServer, type TestServer } from './support/server';
 
 const MiB = 1024 * 1024;
@@ -158,6 +159,9 @@ describe('body rules', () => {
     const body = objectOfSize(MiB + 1);
     const res = await raw('POST', '/api/v1/test/echo', { headers: { 'content-type': 'application/json', 'content-length': MiB + 1 }, body });
     expectError(res, 413, 'payload_too_large');
+    // The adapter answers it, not the app, with the same headers as any other error answer.
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(res.headers[name]).toBe(value);
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('lets a client finish an oversized upload and read its 413, then closes gracefully', async () => {

@@ -2,7 +2,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { isIP } from 'node:net';
 import type { App } from '../../handlers/app';
 import { MAX_BODY_BYTES } from '../../handlers/body';
-import type { HeaderReader, RequestLike } from '../../handlers/http';
+import { errorResponse, type HeaderReader, type RequestLike } from '../../handlers/http';
+import { HSTS } from '../../handlers/pipeline/security-headers';
 import { parseAddress, parseAddressRange, inRange, type AddressRange } from '../../runtime/platform/address-ranges';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { IdSource } from '../../runtime/platform/ids';
@@ -27,8 +28,8 @@ export interface AdapterOptions {
 export function nodeHandler(options: AdapterOptions) {
   const { app, ids, proxies, refused } = options;
   const sites = options.sites ?? [];
-  const refuse = (req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string, arrived: number): void => {
-    refuseBody(req, res, err, requestId);
+  const refuse = (req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string, arrived: number, secure: boolean): void => {
+    refuseBody(req, res, err, requestId, secure);
     refused?.(req.method ?? 'GET', err.status, arrived);
   };
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -43,15 +44,15 @@ export function nodeHandler(options: AdapterOptions) {
 
     const declared = req.headers['content-length'];
     const chunked = req.headers['transfer-encoding'] !== undefined;
-    if (declared === undefined && chunked) return refuse(req, res, new ApiError('length_required'), requestId, arrived);
+    if (declared === undefined && chunked) return refuse(req, res, new ApiError('length_required'), requestId, arrived, secure);
     const length = declared === undefined ? 0 : Number(declared);
-    if (!Number.isSafeInteger(length) || length < 0) return refuse(req, res, new ApiError('length_required'), requestId, arrived);
-    if (length > MAX_BODY_BYTES) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived);
+    if (!Number.isSafeInteger(length) || length < 0) return refuse(req, res, new ApiError('length_required'), requestId, arrived, secure);
+    if (length > MAX_BODY_BYTES) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived, secure);
 
     let body: Buffer | null = null;
     if (length > 0) {
       body = await readBody(req, length);
-      if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived);
+      if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived, secure);
     }
 
     // Routing reads only the path and query, and the Host header is the client's to choose: a
@@ -111,7 +112,7 @@ const DRAIN_MS = 10_000;
  * would see a broken pipe instead of the 413. So the rest of the body is read
  * and discarded, within bounds, and the close is a graceful one.
  */
-function refuseBody(req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string): void {
+function refuseBody(req: IncomingMessage, res: ServerResponse, err: ApiError, requestId: string, secure: boolean): void {
   const socket = req.socket;
   let drained = 0;
   const giveUp = () => socket.destroy();
@@ -129,17 +130,16 @@ function refuseBody(req: IncomingMessage, res: ServerResponse, err: ApiError, re
   });
   socket.once('close', () => clearTimeout(timer));
   req.resume();
-  const payload = JSON.stringify(err.body());
-  // No `connection: close` header: node would then destroy the socket as soon
-  // as the answer is written, body still arriving. The FIN above closes it.
-  res.writeHead(err.status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(Buffer.byteLength(payload)),
-    'x-request-id': requestId,
-    'x-content-type-options': 'nosniff',
-    'cache-control': 'no-store',
-  });
-  res.end(payload);
+  // The API's own error answer with what the pipeline's last step adds (the request id, HSTS
+  // over TLS), since the request never reaches the app. No `connection: close` header: node
+  // would then destroy the socket as soon as the answer is written, body still arriving. The
+  // FIN above closes it.
+  const reply = errorResponse(err);
+  reply.headers['x-request-id'] = requestId;
+  if (secure) reply.headers['strict-transport-security'] = HSTS;
+  reply.headers['content-length'] = String(Buffer.byteLength(reply.body));
+  res.writeHead(reply.status, reply.headers);
+  res.end(reply.body);
 }
 
 /** Reads exactly the declared length; null if the peer sends more than the cap. */
