@@ -6,6 +6,7 @@ import { migrateToLatest } from '../runtime/platform/migrate';
 import { databaseFault } from '../runtime/platform/database';
 import { effectiveRegistration } from '../runtime/accounts/registration';
 import { spawnSync } from 'node:child_process';
+import { createServer as createNetServer } from 'node:net';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bootBanner } from './banner';
@@ -39,6 +40,27 @@ function packageVersion(): string {
 }
 
 /** CLI entry of dist/host.mjs: `npm start`, `npm run migrate`. */
+type ListenRefusal = 'EADDRINUSE' | 'EACCES' | 'EADDRNOTAVAIL';
+
+function isListenRefusal(code: string | undefined): code is ListenRefusal {
+  return code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL';
+}
+
+/** Listens on the address and lets go of it at once: why it cannot be had, or null. */
+function listenRefusal(host: string, port: number): Promise<ListenRefusal | null> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => (isListenRefusal(err.code) ? resolve(err.code) : reject(err)));
+    probe.listen(port, host, () => probe.close(() => resolve(null)));
+  });
+}
+
+function refuseListen(host: string, port: number, code: ListenRefusal): never {
+  const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not an address of this machine';
+  process.stderr.write(`svc: cannot listen on ${host}:${port}: the port ${why} (set PORT or HOST)\n`);
+  process.exit(2);
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === INIT_FLAG && argv[1]) {
@@ -77,6 +99,14 @@ async function main(): Promise<void> {
   const earlyInt = early('SIGINT');
   process.on('SIGTERM', earlyTerm);
   process.on('SIGINT', earlyInt);
+  // A port already taken is said before seconds of database work (a first
+  // boot initialises the data directory); the real listen still answers the
+  // same way if the port is taken in between. One process only: node:cluster
+  // workers listen through their supervisor.
+  if (!parseCli(argv).migrateOnly && workers <= 1 && !isWorker() && config.port !== 0) {
+    const taken = await listenRefusal(config.host, config.port);
+    if (taken) refuseListen(config.host, config.port, taken);
+  }
 
   let opened: OpenDatabase | null = null;
   const openDatabase = async (): Promise<OpenDatabase> => {
@@ -137,10 +167,8 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw err;
-    const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : 'is not an address of this machine';
-    process.stderr.write(`svc: cannot listen on ${config.host}:${config.port}: the port ${why} (set PORT or HOST)\n`);
-    process.exit(2);
+    if (!isListenRefusal(code)) throw err;
+    refuseListen(config.host, config.port, code);
   }
   // A node that cannot reach its database or apply its migrations in time
   // says so in one line and exits, so the orchestrator sees a failed start.

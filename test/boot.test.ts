@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,7 +21,7 @@ describe('boot of the production host', () => {
     for (const key of ['registration', 'ws_allowed_origins', 'db_pool_sise']) expect(lines[0]).toContain(`'${key}'`);
   }, 60_000);
 
-  it('refuses a port in use in one line with exit 2', async () => {
+  it('refuses a port in use in one line with exit 2, before any database work', async () => {
     const taken = net.createServer();
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
     try {
@@ -30,6 +30,8 @@ describe('boot of the production host', () => {
       const h = await host({ SVC_DATA_DIR: path.join(dir, 'data'), PORT: String(port) });
       expect(await h.exited).toBe(2);
       expect(h.stderr().trim()).toBe(`svc: cannot listen on 127.0.0.1:${port}: the port is already in use (set PORT or HOST)`);
+      // Said before any database work: a first boot did not even make its data directory.
+      expect(existsSync(path.join(dir, 'data'))).toBe(false);
     } finally {
       await new Promise((r) => taken.close(r));
     }
