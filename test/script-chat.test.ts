@@ -125,6 +125,13 @@ describe('game.chat.send', () => {
     expect(s.logs.some((l) => l.event === 'chat_persist_failed' && l.level === 'error')).toBe(true);
     expect(await b.socket.quiet('chat.message', 300)).toBe(true);
     expect((await history(b, channel)).body.messages).toEqual([]);
+    // A refused sender is refused at once for a while: its next message never reaches the writer.
+    const persistFailures = () => s.logs.filter((l) => l.event === 'chat_persist_failed').length;
+    const failuresBefore = persistFailures();
+    a.socket.send({ type: 'match.input', payload: { say: 'again from nobody', channel, sender: nobody } });
+    expect((await a.socket.next(answersAtLeast(2), 10_000)).payload.answers).toEqual(['true', 'false']);
+    expect(s.logs.some((l) => l.event === 'script_chat_dropped' && l.channel_id === channel && l.reason === 'unknown_sender')).toBe(true);
+    expect(persistFailures()).toBe(failuresBefore);
     a.socket.close();
     b.socket.close();
   });

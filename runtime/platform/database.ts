@@ -117,6 +117,11 @@ export function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 }
 
+/** True for a foreign-key violation from either driver: the row names something that does not exist. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23503';
+}
+
 /**
  * Why the database cannot serve right now: it is unreachable (connection
  * refused, lost, or the server is shutting down), or it did not answer within

@@ -1,6 +1,7 @@
 import type { Ctx } from '../contracts/context';
 import { byteLength } from '../contracts/frames';
 import type { JsonValue, ScriptBinding } from '../lua/api';
+import { isForeignKeyViolation } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import { isStorableText } from '../platform/text';
 import { CONTENT_MAX_BYTES, parseChannel } from './chat';
@@ -21,9 +22,18 @@ import { CONTENT_MAX_BYTES, parseChannel } from './chat';
 const USAGE = 'game.chat.send(channel_id, sender_id, content)';
 /** Sends handed off and not stored yet; past this the node's database is not keeping up and new ones are dropped. */
 const MAX_PENDING = 1000;
+/**
+ * A sender the database refused (no such player) is refused at once for this
+ * long: its messages share the node's group commit with players', and each
+ * batch holding one falls back to a row at a time.
+ */
+const REFUSED_SENDER_MS = 60_000;
+const REFUSED_SENDERS_MAX = 1000;
 
 export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
   let pending = 0;
+  /** Refused senders and until when (epoch ms), oldest first. */
+  const refused = new Map<string, number>();
   const send: ScriptBinding = ([channelId, senderId, content], caller): JsonValue => {
     if (typeof channelId !== 'string' || typeof senderId !== 'string' || typeof content !== 'string') {
       return { error: `${USAGE}: all three must be strings` };
@@ -34,6 +44,11 @@ export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
     if (content.length === 0 || byteLength(content) > CONTENT_MAX_BYTES || !isStorableText(content)) {
       return { error: `${USAGE}: content must be 1-${CONTENT_MAX_BYTES} bytes of text` };
     }
+    const refusedUntil = refused.get(senderId);
+    if (refusedUntil !== undefined && refusedUntil > ctx.clock.now()) {
+      ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: 'unknown_sender' });
+      return false;
+    }
     if (pending >= MAX_PENDING || !ctx.limits.take('script_chat', channelId).ok) {
       ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: pending >= MAX_PENDING ? 'backlog' : 'rate_limited' });
       return false;
@@ -43,7 +58,11 @@ export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
     void ctx.live.chat
       .post({ channel, senderId, content })
       .catch((err: unknown) => {
-        // A sender that is not a player (the row's reference) lands here too.
+        if (isForeignKeyViolation(err)) {
+          refused.delete(senderId);
+          if (refused.size >= REFUSED_SENDERS_MAX) refused.delete(refused.keys().next().value!);
+          refused.set(senderId, ctx.clock.now() + REFUSED_SENDER_MS);
+        }
         ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: 'not_stored', error: err instanceof Error ? err.message : String(err) });
       })
       .finally(() => {

@@ -1,7 +1,7 @@
 import type { Ctx } from '../contracts/context';
 import { CommitAbandoned, guardOf } from '../platform/commit-guard';
 import type { AwaitedBinding, JsonValue } from '../lua/api';
-import { databaseFault } from '../platform/database';
+import { databaseFault, isForeignKeyViolation } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import { fitsStoredValue, NAME_MAX, StoredName } from '../schemas/storage';
 import { findObject, putObject, type ObjectAddress, type StoredRow } from './storage';
@@ -47,7 +47,7 @@ function failure(err: unknown): JsonValue {
   // Nobody reads the answer to an abandoned call; say what happened anyway.
   if (err instanceof CommitAbandoned) return { error: 'binding_timeout' };
   // The owner named by a script does not exist (the foreign key refused the row).
-  if ((err as { code?: unknown }).code === '23503') return { error: 'player_not_found' };
+  if (isForeignKeyViolation(err)) return { error: 'player_not_found' };
   if (databaseFault(err)) return { error: 'database_unavailable' };
   throw err;
 }
