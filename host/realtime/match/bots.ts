@@ -12,6 +12,7 @@ import { botNameOf, isBotId, MAX_BOTS_PER_MATCH, mintBotId } from '../../../runt
 import type { VoteOption } from '../../../runtime/votes/engine';
 import { THINK_BUCKET_MS, THINK_BUCKETS } from './bot-lane';
 import type { MatchVotes } from './votes';
+import { BucketHistogram } from './histogram';
 
 /** A bot casts this long after `vote_start`, uniformly. */
 const VOTE_DELAY_MIN_MS = 1000;
@@ -41,8 +42,7 @@ export class MatchBots<M extends BotMatch> {
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   /** Bots asked for and not yet through `join`, per match: the checks of the next add count them. */
   readonly #adding = new Map<string, Set<string>>();
-  readonly #thinks = new Float64Array(THINK_BUCKETS);
-  #thinkCalls = 0;
+  readonly #thinks = new BucketHistogram(THINK_BUCKETS);
 
   constructor(
     private readonly ctx: Ctx,
@@ -112,36 +112,22 @@ export class MatchBots<M extends BotMatch> {
 
   /** Think times a lane reported (`[bucket, count]` pairs). */
   recordThinks(buckets: [number, number][]): void {
-    for (const [bucket, count] of buckets) {
-      this.#thinks[bucket] = (this.#thinks[bucket] ?? 0) + count;
-      this.#thinkCalls += count;
-    }
+    for (const [bucket, count] of buckets) this.#thinks.add(bucket, count);
   }
 
   /** Script `think` calls since the last reset (fallback decisions are not calls), for the benchmark and operators. */
   thinkSummary(): ThinkSummary {
-    return { calls: this.#thinkCalls, p50Ms: this.#quantile(0.5), p99Ms: this.#quantile(0.99) };
+    // A bucket's upper edge, in ms.
+    const at = (q: number) => Number(((this.#thinks.quantileBucket(q) + 1) * THINK_BUCKET_MS).toFixed(1));
+    return { calls: this.#thinks.count, p50Ms: at(0.5), p99Ms: at(0.99) };
   }
 
   resetThinks(): void {
-    this.#thinks.fill(0);
-    this.#thinkCalls = 0;
+    this.#thinks.reset();
   }
 
   close(): void {
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
-  }
-
-  /** The upper edge of the bucket holding the `q` quantile. */
-  #quantile(q: number): number {
-    if (this.#thinkCalls === 0) return 0;
-    const rank = Math.ceil(q * this.#thinkCalls);
-    let seen = 0;
-    for (let b = 0; b < THINK_BUCKETS; b++) {
-      seen += this.#thinks[b]!;
-      if (seen >= rank) return Number(((b + 1) * THINK_BUCKET_MS).toFixed(1));
-    }
-    return THINK_BUCKETS * THINK_BUCKET_MS;
   }
 }

@@ -17,6 +17,7 @@ import {
 import type { LaneEvent } from './protocol';
 import { TICK_MS } from './runner';
 import type { ScriptPool } from './pool';
+import { BucketHistogram } from './histogram';
 import { scriptSend } from '../script-bindings';
 import { MatchVotes } from './votes';
 import type { PhaseListing } from '../../../runtime/schemas/phases';
@@ -84,16 +85,12 @@ export interface LatenessSummary {
  * every tick counts however long the node runs, in a few kilobytes.
  */
 class LatenessHistogram {
-  static readonly BUCKETS = 2001;
-  readonly #counts = new Uint32Array(LatenessHistogram.BUCKETS);
-  #count = 0;
+  readonly #ms = new BucketHistogram(2001);
   #max = 0;
   #skipped = 0;
 
   record(ms: number): void {
-    const bucket = Math.min(LatenessHistogram.BUCKETS - 1, Math.max(0, Math.round(ms)));
-    this.#counts[bucket]!++;
-    this.#count++;
+    this.#ms.add(Math.round(ms));
     if (ms > this.#max) this.#max = ms;
   }
 
@@ -103,26 +100,14 @@ class LatenessHistogram {
   }
 
   reset(): void {
-    this.#counts.fill(0);
-    this.#count = 0;
+    this.#ms.reset();
     this.#max = 0;
     this.#skipped = 0;
   }
 
   summary(): LatenessSummary {
-    return { count: this.#count, p50: this.#quantile(0.5), p99: this.#quantile(0.99), max: this.#max, skipped: this.#skipped };
-  }
-
-  /** The smallest bucket at or below which a share `q` of the ticks fall. */
-  #quantile(q: number): number {
-    if (this.#count === 0) return 0;
-    const rank = Math.ceil(q * this.#count);
-    let seen = 0;
-    for (let ms = 0; ms < LatenessHistogram.BUCKETS; ms++) {
-      seen += this.#counts[ms]!;
-      if (seen >= rank) return ms;
-    }
-    return LatenessHistogram.BUCKETS - 1;
+    const at = (q: number) => Math.max(0, this.#ms.quantileBucket(q));
+    return { count: this.#ms.count, p50: at(0.5), p99: at(0.99), max: this.#max, skipped: this.#skipped };
   }
 }
 

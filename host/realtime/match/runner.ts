@@ -147,9 +147,11 @@ export class ScriptRunner {
         const m = this.#matches.get(c.matchId);
         if (!m) return this.#answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such match' });
         const r = m.vm.join(c.playerId, c.ctx);
-        if (r.ok) m.players.add(c.playerId);
-        if (r.ok) m.phases?.players(m.players, c.playerId);
-        if (r.ok && isBotId(c.playerId)) this.#bots.join(c.matchId, c.playerId, m.mode.bots?.script ?? null);
+        if (r.ok) {
+          m.players.add(c.playerId);
+          m.phases?.players(m.players, c.playerId);
+          if (isBotId(c.playerId)) this.#bots.join(c.matchId, c.playerId, m.mode.bots?.script ?? null);
+        }
         return this.#answer(c.req, r);
       }
       case 'leave': {
