@@ -91,10 +91,9 @@ export class VmSnapshot {
     const anchor = lua.lua_gettop(L);
     lua.lua_newtable(L);
     const objects = lua.lua_gettop(L);
-    lua.lua_newtable(L);
-    const saved = lua.lua_gettop(L);
-    lua.lua_newtable(L);
-    const metas = lua.lua_gettop(L);
+    // Without `copy` (the fengari internals copy in JavaScript, or `reach`) only the objects are collected.
+    const saved = copy ? (lua.lua_newtable(L), lua.lua_gettop(L)) : 0;
+    const metas = copy ? (lua.lua_newtable(L), lua.lua_gettop(L)) : 0;
 
     const kinds: number[] = [];
     let count = 0;
@@ -120,8 +119,7 @@ export class VmSnapshot {
       const object = lua.lua_gettop(L);
       if (lua.lua_type(L, object) === lua.LUA_TTABLE) {
         kinds[i - 1] = -1;
-        lua.lua_newtable(L);
-        const into = lua.lua_gettop(L);
+        const into = copy ? (lua.lua_newtable(L), lua.lua_gettop(L)) : 0;
         lua.lua_pushnil(L);
         while (lua.lua_next(L, object) !== 0) {
           visit(-2);
@@ -134,23 +132,23 @@ export class VmSnapshot {
           lua.lua_pop(L, 1);
           if (++entries > SNAPSHOT_MAX_ENTRIES) return null;
         }
-        lua.lua_rawseti(L, saved, i);
+        if (copy) lua.lua_rawseti(L, saved, i);
         if (lua.lua_getmetatable(L, object)) {
           visit(-1);
-          lua.lua_rawseti(L, metas, i);
+          if (copy) lua.lua_rawseti(L, metas, i);
         }
       } else {
-        lua.lua_newtable(L);
-        const upvalues = lua.lua_gettop(L);
+        const upvalues = copy ? (lua.lua_newtable(L), lua.lua_gettop(L)) : 0;
         let n = 0;
         while (lua.lua_getupvalue(L, object, n + 1) !== null) {
           n++;
           visit(-1);
-          lua.lua_rawseti(L, upvalues, n);
+          if (copy) lua.lua_rawseti(L, upvalues, n);
+          else lua.lua_pop(L, 1);
         }
         entries += n;
         kinds[i - 1] = n;
-        lua.lua_rawseti(L, saved, i);
+        if (copy) lua.lua_rawseti(L, saved, i);
       }
       lua.lua_settop(L, object - 1);
       if (entries > SNAPSHOT_MAX_ENTRIES) return null;

@@ -44,10 +44,6 @@ export class MatchPhases {
     return run;
   }
 
-  get complete(): boolean {
-    return this.#clock.complete;
-  }
-
   /** The roster changed (a join admitted `joined`, or someone left). */
   players(roster: Iterable<string>, joined: string | null): void {
     this.#clock.setPlayers(roster);
