@@ -87,3 +87,7 @@ await Promise.all([
   // The /play demo page (play/): hashed assets and its index.html, in dist/play/.
   siteBundle('play', 'play/main.ts'),
 ]);
+
+// Written last, so it exists only when every bundle above was: what host/fresh-dist.mjs
+// compares the sources with.
+writeFileSync(path.join('dist', '.built'), `${new Date().toISOString()}\n`);

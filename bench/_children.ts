@@ -49,6 +49,8 @@ export async function freePort(): Promise<number> {
 
 // SVC_BENCH_NODE_FLAGS (e.g. `--cpu-prof --cpu-prof-dir=prof`) reaches every child: profile a target in place.
 const extraFlags = process.env.SVC_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+// SVC_BENCH_ECHO=1 passes every child's output through (e.g. with `--trace-gc` in the flags above).
+const echoAll = process.env.SVC_BENCH_ECHO === '1';
 
 // Kernel clock ticks per second: /proc reports CPU time in them.
 let clockTicks = 0;
@@ -127,7 +129,7 @@ export class Child {
     installReaper();
     // Without a listener a failed spawn or kill would throw from an event; the exit (or its absence) tells the story.
     this.proc.on('error', (err) => (this.#err += `${err.message}\n`));
-    const echo = options.echo ?? false;
+    const echo = options.echo ?? echoAll;
     this.proc.stderr!.setEncoding('utf8').on('data', (c: string) => {
       this.#err += c;
       if (echo) process.stderr.write(c);

@@ -16,12 +16,27 @@ function newest(dir) {
   return t;
 }
 
-export async function runFresh(bundle) {
+/**
+ * Builds dist/ when `bundle` is missing, or a source, the build script or the
+ * package files are newer than the last complete build (dist/.built, which
+ * the build writes after every bundle).
+ */
+export function buildIfStale(bundle) {
   const target = path.join(root, 'dist', bundle);
-  // The console's sources count too: `npm start` serves its bundle.
-  const sources = ['handlers', 'runtime', 'host', 'migrations', 'console'].filter((d) => existsSync(path.join(root, d))).map((d) => newest(path.join(root, d)));
-  if (!existsSync(target) || Math.max(...sources) > statSync(target).mtimeMs) {
+  const stamp = path.join(root, 'dist', '.built');
+  // The browser apps' and the typed client's sources count too: the node serves their bundles.
+  const sources = ['handlers', 'runtime', 'host', 'migrations', 'console', 'play', 'client']
+    .filter((d) => existsSync(path.join(root, d)))
+    .map((d) => newest(path.join(root, d)));
+  for (const file of ['esbuild.config.mjs', 'package.json', 'package-lock.json']) {
+    if (existsSync(path.join(root, file))) sources.push(statSync(path.join(root, file)).mtimeMs);
+  }
+  if (!existsSync(target) || !existsSync(stamp) || Math.max(...sources) > statSync(stamp).mtimeMs) {
     execFileSync(process.execPath, [path.join(root, 'esbuild.config.mjs')], { stdio: 'inherit', cwd: root });
   }
-  await import(pathToFileURL(target).href);
+  return target;
+}
+
+export async function runFresh(bundle) {
+  await import(pathToFileURL(buildIfStale(bundle)).href);
 }

@@ -2,14 +2,16 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { migratedDataDir } from './support/database';
 import { productionHosts, status, until } from './support/production-host';
 
 // The embedded data directory's lock, across real processes of the production host.
 const host = productionHosts();
 
 describe('boot of the production host on an embedded data directory', () => {
+  // Only the SIGTERM test needs a first boot (it signals inside the initialisation); the others start from a migrated directory.
   it('refuses a second process on the same embedded data directory, naming it and the holder', async () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-lock-')), 'data');
+    const dir = migratedDataDir('svc-lock-');
     const first = await host({ SVC_DATA_DIR: dir });
     await first.ready(60_000);
 
@@ -40,7 +42,7 @@ describe('boot of the production host on an embedded data directory', () => {
   }, 150_000);
 
   it('takes over a lock whose holder is gone (a crash or a kill)', async () => {
-    const dir = path.join(mkdtempSync(path.join(tmpdir(), 'svc-lock-')), 'data');
+    const dir = migratedDataDir('svc-lock-');
     const first = await host({ SVC_DATA_DIR: dir });
     await first.ready(60_000);
     first.proc.kill('SIGKILL');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHost, type Child as HostProcess } from '../bench/_children';
+import { migratedDataDir } from './support/database';
 import { gameDir, matchScript } from './support/game-dir';
 import { TestSocket, type Frame } from './support/ws-client';
 import type { TestServer } from './support/server';
@@ -18,7 +19,7 @@ function settingsFile(settings: Record<string, unknown>): string {
 }
 
 const GRACE_MS = 5000;
-const dataDir = () => path.join(mkdtempSync(path.join(tmpdir(), 'svc-boot-scripts-')), 'data');
+const dataDir = () => migratedDataDir('svc-boot-scripts-');
 
 describe('a game directory that cannot serve stops the boot', () => {
   it('a broken rpc.lua: exit 2, one line naming the file', async () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig, parseCli } from '../host/config';
 import { parseSettings, SettingsError } from '../runtime/contracts/settings';
 
@@ -103,11 +103,6 @@ describe('host configuration', () => {
 });
 
 describe('boot', () => {
-  beforeAll(async () => {
-    // Boot the artefact `npm start` runs, fresh from the sources.
-    await run(process.execPath, [path.join(root, 'esbuild.config.mjs')], { cwd: root });
-  });
-
   it('stops with a message naming the key when a setting is invalid', async () => {
     const bad = file('boot.json', JSON.stringify({ rate_limits: { api: { limit: 0, window: 1000 } } }));
     const err = await run(process.execPath, [path.join(root, 'dist/host.mjs'), '--config', bad], {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
@@ -19,7 +18,6 @@ import { connectPlayer, type TestSocket } from './support/ws-client';
  * guests, sign out. Each test leaves a screenshot (test/support/browser.ts).
  */
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const VIEWPORT = { width: 1280, height: 800 };
 
 let s: TestServer;
@@ -110,7 +108,6 @@ async function go(label: string, heading: string | RegExp): Promise<void> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(path.join(ROOT, 'dist', 'console', 'index.html'))) execFileSync(process.execPath, [path.join(ROOT, 'esbuild.config.mjs')], { cwd: ROOT, stdio: 'inherit' });
   extensionDir = mkdtempSync(path.join(tmpdir(), 'console-ext-'));
   writeFileSync(path.join(extensionDir, 'vip.mjs'), VIP_EXTENSION);
   s = await startTestServer(

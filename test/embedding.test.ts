@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { CompiledQuery } from 'kysely';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +11,6 @@ let database: Awaited<ReturnType<typeof freshDatabase>>;
 let statements = 0;
 
 beforeAll(async () => {
-  await promisify(execFile)(process.execPath, [path.join(root, 'esbuild.config.mjs')], { cwd: root });
   database = await freshDatabase();
   mf = new Miniflare({
     compatibilityDate: '2025-01-01',

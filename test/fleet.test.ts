@@ -395,9 +395,17 @@ describe.skipIf(skipReason !== null)('a fleet of three nodes behind a round-robi
       const socket = await TestSocket.open({ port: Number(new URL(pair.url).port) });
       sockets.push(socket);
       expect((await socket.request('session.connect', { token: a!.token })).type).toBe('session.connected');
-      const counts = new Set<number>();
-      for (let i = 0; i < 4; i++) counts.add((await request(pair.url, 'GET', '/ops/stats', { bearer: OPS })).body.data.online_players);
-      expect(counts).toEqual(new Set([1]));
+      // The other worker learns of the socket over Redis, a moment later: both count it, on every answer.
+      await until('both workers count the player', async () => {
+        const counts = new Set<number>();
+        const nodes = new Set<string>();
+        for (let i = 0; i < 4; i++) {
+          const stats = (await request(pair.url, 'GET', '/ops/stats', { bearer: OPS })).body.data;
+          counts.add(stats.online_players);
+          nodes.add(stats.node);
+        }
+        return nodes.size === 2 && counts.size === 1 && counts.has(1);
+      });
       const frames: Frame[] = [];
       socket.ws.on('message', (d) => frames.push(JSON.parse(String(d))));
       for (let i = 0; i < 4; i++) expect((await request(pair.url, 'POST', '/dm', { token: b!.token, body: { recipient_id: a!.playerId, content: `w ${i}` } })).status).toBe(200);
@@ -428,12 +436,14 @@ describe.skipIf(skipReason !== null)('a fleet of three nodes behind a round-robi
     for (const node of NODES) {
       await until(`fleet_incr on ${node}`, async () => JSON.stringify((await board(direct(node), 'fleet_incr')).map((e: any[]) => e.slice(0, 2))) === JSON.stringify(want));
     }
-    const sets = await Promise.all(NODES.map((n) => board(direct(n), 'fleet_set')));
-    await until('fleet_set agrees', async () => {
+    // Every node settles on the last set of each player (read after they agree, not before: a read
+    // while the sets travel between nodes sees earlier ones).
+    const agreed = await until('fleet_set agrees on the last sets', async () => {
       const now = await Promise.all(NODES.map((n) => board(direct(n), 'fleet_set')));
-      return now.every((b) => JSON.stringify(b) === JSON.stringify(now[0])) && now[0]!.length === 3;
+      const same = now.every((b) => JSON.stringify(b) === JSON.stringify(now[0])) && now[0]!.length === 3;
+      return same && JSON.stringify(now[0]!.map((e: any[]) => e[1]).sort()) === JSON.stringify([70, 71, 72]) ? now[0] : null;
     });
-    expect(sets[0]!.map((e: any[]) => e[1]).sort()).toEqual([70, 71, 72]);
+    expect(agreed.map((e: any[]) => e[1]).sort()).toEqual([70, 71, 72]);
 
     // A fourth node boots while nothing was written to the table yet (the flush interval is 30 s): it copies a peer.
     const late = await startHost({ ...env('node-d', configFile) });

@@ -108,7 +108,6 @@ describe('store settings', () => {
   });
 
   it('stop the node started from the command line with one message naming the setting', async () => {
-    await promisify(execFile)(process.execPath, [path.join(root, 'esbuild.config.mjs')], { cwd: root });
     const config = file('boot.json', JSON.stringify({ apple_root_cert_path: path.join(dir, 'absent.pem') }));
     // The child runs on an embedded database of its own, whatever this run uses.
     const { DATABASE_URL: _, ...env } = process.env;

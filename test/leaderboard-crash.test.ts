@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHost, type Child } from '../bench/_children';
+import { migratedDataDir } from './support/database';
 
 // The production entry (dist/host.mjs, built before the suite) killed with
 // SIGKILL: no shutdown hook runs, so what survives is what the interval
@@ -38,7 +39,7 @@ describe('leaderboards after a crash', () => {
     const root = mkdtempSync(path.join(tmpdir(), 'svc-crash-'));
     const config = path.join(root, 'settings.json');
     writeFileSync(config, JSON.stringify({ leaderboard_client_submit: 'all', leaderboard_flush_interval_ms: INTERVAL_MS, pbkdf2_iterations: 1000, rate_limits: { register: { limit: 1000, window: 1000 } } }));
-    const dir = path.join(root, 'data');
+    const dir = migratedDataDir('svc-crash-data-');
     const first = await host(dir, config);
     const players: { player_id: string; access_token: string }[] = [];
     for (let i = 0; i < 20; i++) players.push(await call(first, 'POST', '/auth/register', undefined, { username: `crash${i}_${Date.now() % 100000}`, password: 'correct horse' }));

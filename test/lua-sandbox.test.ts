@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { installHeapMeter } from '../runtime/lua/vm';
 import { PASSIVE, vmOf } from './fixtures/games/harness';
 
 /** Evaluates `expr` inside tick and returns what get_state reports. */
@@ -177,6 +178,37 @@ describe('hostile scripts lose only the call', () => {
     const counted = vmOf(PASSIVE + 'function tick(state) while true do end end', { budgets: { ...unbounded, heavy: 100_000 } }).vm;
     counted.init();
     expect(counted.tick().tick).toMatchObject({ ok: false, kind: 'instructions_exhausted' });
+  });
+
+  it('counts a call\'s first big string against its heap budget, though the heap is first read after it', () => {
+    // A meter that never moves: only the bytes a check is told were just allocated count.
+    const previous = installHeapMeter(() => 50_000_000);
+    try {
+      const budgets = { heavy: 1e12, heavyMs: 60_000, heapBytes: 500_000 };
+      const one = vmOf(PASSIVE + 'function tick(state) state.s = string.rep("x", 600000) return state end', { budgets }).vm;
+      one.init();
+      expect(one.tick().tick).toMatchObject({ ok: false, kind: 'heap_exhausted' });
+      const small = vmOf(PASSIVE + 'function tick(state) state.s = string.rep("x", 400000) return state end', { budgets }).vm;
+      small.init();
+      expect(small.tick().tick).toMatchObject({ ok: true });
+    } finally {
+      installHeapMeter(previous);
+    }
+  });
+
+  it('counts what a binding\'s answer costs against the heap budget, before the call\'s first hook', () => {
+    // A meter the binding moves, as its answer's marshalling would move the real heap.
+    let bytes = 0;
+    const previous = installHeapMeter(() => bytes);
+    try {
+      const budgets = { heavy: 1e12, heavyMs: 60_000, heapBytes: 500_000 };
+      const bindings = { fetch: () => ((bytes += 600_000), 'a big answer') };
+      const { vm } = vmOf(PASSIVE + 'function tick(state) state.s = game.fetch() return state end', { budgets, bindings });
+      vm.init();
+      expect(vm.tick().tick).toMatchObject({ ok: false, kind: 'heap_exhausted' });
+    } finally {
+      installHeapMeter(previous);
+    }
   });
 
   it('one tick shares one deadline: inputs, tick and views together stop at the heavy deadline', () => {

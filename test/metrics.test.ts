@@ -300,6 +300,8 @@ describe('without metrics_port', () => {
     } finally {
       await plain.close();
     }
+    // A closed listener's handle goes away a loop turn after its 'close' event.
+    await expect.poll(listeningServers).toBe(before);
     const metered = await startTestServer({ metrics_port: 0 });
     try {
       expect(listeningServers()).toBe(before + 2);

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { WindowLimiter } from '../host/infra/rate-limiter';
 import { DEFAULT_RATE_LIMITS, parseSettings } from '../runtime/contracts/settings';
 import { TrustedProxies } from '../host/http/adapter';
@@ -6,9 +6,10 @@ import { startTestServer, type TestServer } from './support/server';
 import { inProcessApp } from './support/app';
 import { expectError, registerPlayer } from './support/accounts';
 
+// Each test's servers stop after it, so the next test's server takes over their database.
 const servers: TestServer[] = [];
-afterAll(async () => {
-  await Promise.all(servers.map((s) => s.close()));
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 async function server(settings: Parameters<typeof startTestServer>[0]) {
   const s = await startTestServer(settings);

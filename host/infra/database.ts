@@ -244,8 +244,20 @@ const EMBEDDED_START_PARAMS = [
   '-c', 'shared_buffers=16MB',
 ];
 
+export interface EmbeddedOptions {
+  dataDir?: string;
+  image?: Blob;
+  memorySaver?: boolean;
+}
+
 /** Embedded PostgreSQL (PGlite), persisted in `dataDir` or, without one, in memory. */
-export async function openEmbedded(options: { dataDir?: string; image?: Blob; memorySaver?: boolean }): Promise<OpenDatabase> {
+export async function openEmbedded(options: EmbeddedOptions): Promise<OpenDatabase> {
+  const lite = await startEmbedded(options);
+  return embeddedDatabase(lite, () => lite.close());
+}
+
+/** A started PGlite instance with the node's start parameters. */
+export async function startEmbedded(options: EmbeddedOptions): Promise<PGlite> {
   // V8 compiles the database's WebAssembly twice, a quick baseline and an
   // optimised tier for hot code, and keeps both. Baseline only holds about
   // 50 MB less for good, at the price of slower queries (decision 0027).
@@ -257,6 +269,15 @@ export async function openEmbedded(options: { dataDir?: string; image?: Blob; me
     ...(options.image ? { loadDataDir: options.image } : {}),
   });
   await lite.waitReady;
+  return lite;
+}
+
+/**
+ * The node's database over a started PGlite instance; `end` runs when the
+ * database is closed (the test suite hands instances back to a pool of its
+ * own instead of stopping them).
+ */
+export function embeddedDatabase(lite: PGlite, end: () => Promise<void>): OpenDatabase {
   let observe: StatementObserver | null = null;
   let running = 0;
   const db = new Kysely<Database>({
@@ -273,7 +294,7 @@ export async function openEmbedded(options: { dataDir?: string; image?: Blob; me
           timed?.((performance.now() - sent) / 1000);
         }
       },
-      () => lite.close(),
+      end,
     ),
   });
   return {

@@ -167,9 +167,12 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
         if (!encoded) return envelopeError(L, `game.${label}: argument ${i} cannot be encoded`);
         args.push(encoded.value ?? null);
       }
+      // Neither the binding's wall-clock time nor its answer (a board's top 100, a stored value,
+      // marshalled by the host) is seen by the count hook: both are checked here.
+      sandbox.settleHeapBaseline();
       const result = binding(args, { matchId, mode });
-      sandbox.checkDeadline(L);
       pushJson(L, result);
+      sandbox.check(L);
       return 1;
     });
   for (const [namespace, bindings] of Object.entries(services.bindings ?? {})) {

@@ -54,7 +54,7 @@ function onBigString(L: unknown, length: number): void {
   const sb = active;
   if (!sb || length < CHECKED_STRING_BYTES) return;
   if (length > MAX_STRING_BYTES) sb.exhaust(L, 'heap_exhausted', `string longer than ${MAX_STRING_BYTES} bytes`);
-  sb.charge(L, length / BYTES_PER_INSTRUCTION);
+  sb.charge(L, length / BYTES_PER_INSTRUCTION, length);
 }
 
 const stackSlots = internals?.stackSlots;
@@ -105,8 +105,11 @@ export function excuseBindingWait(waitedMs: number, committed: boolean): void {
  */
 let heapMeter: () => number = () => 0;
 
-export function installHeapMeter(meter: () => number): void {
+/** Installs `meter`; returns the one it replaces. */
+export function installHeapMeter(meter: () => number): () => number {
+  const previous = heapMeter;
   heapMeter = meter;
+  return previous;
 }
 
 function heapInUse(): number {
@@ -136,7 +139,17 @@ export class Sandbox {
   waitAllowance = 0;
   /** No call may run past this instant (a match caps the whole of one tick with it). */
   cap = Infinity;
-  heapAtStart = 0;
+  /**
+   * The heap reading the running call's growth is measured from, taken at its
+   * first check (after HOOK_EVERY instructions, at its first string of
+   * CHECKED_STRING_BYTES or more, counted in, or before its first binding
+   * call): NaN before. Reading V8's heap statistics costs about a
+   * microsecond and a few hundred bytes, and most callbacks (a tick, a view)
+   * end before their first check, so they never pay it. What a call
+   * allocates before its first check goes uncounted: fewer than HOOK_EVERY
+   * instructions' worth of values, strings under CHECKED_STRING_BYTES each.
+   */
+  heapAtStart = NaN;
   readonly heapBudget: number;
   readonly bindingWait: number;
   exhausted = false;
@@ -313,22 +326,24 @@ export class Sandbox {
    * call's budget, and checks every limit: a loop that builds big strings
    * allocates far more between two hooks than the hook could catch.
    */
-  charge(L: unknown, instructions: number): void {
+  charge(L: unknown, instructions: number, freshBytes = 0): void {
     this.remaining -= instructions;
-    this.check(L);
+    this.check(L, freshBytes);
   }
 
-  /** Stops the running call if any of its limits is reached. */
-  check(L: any): void {
+  /** Stops the running call if any of its limits is reached. `freshBytes`: just allocated, counted even by a first check. */
+  check(L: any, freshBytes = 0): void {
     if (this.exhausted || this.remaining <= 0) this.exhaust(L, 'instructions_exhausted', 'instruction budget exceeded');
     if (Date.now() > this.deadline) this.exhaust(L, 'timeout', 'time budget exceeded');
     if (stackTooDeep(L)) this.exhaust(L, 'heap_exhausted', 'stack overflow (recursion too deep)');
-    if (heapInUse() - this.heapAtStart > this.heapBudget) this.exhaust(L, 'heap_exhausted', 'heap budget exceeded');
+    const heap = heapInUse();
+    if (Number.isNaN(this.heapAtStart)) this.heapAtStart = heap - freshBytes;
+    if (heap - this.heapAtStart > this.heapBudget) this.exhaust(L, 'heap_exhausted', 'heap budget exceeded');
   }
 
-  /** After a host call (a binding), whose wall-clock time the count hook does not see. */
-  checkDeadline(L: unknown): void {
-    if (Date.now() > this.deadline) this.exhaust(L, 'timeout', 'time budget exceeded');
+  /** Takes the running call's heap baseline now if its first check has not (before the host allocates for it). */
+  settleHeapBaseline(): void {
+    if (Number.isNaN(this.heapAtStart)) this.heapAtStart = heapInUse();
   }
 
   /** Ends the running call: records why, makes every further instruction raise, raises now. */
@@ -354,7 +369,7 @@ export class Sandbox {
     this.remaining = budget;
     this.deadline = Math.min(Date.now() + timeLimitMs, this.cap);
     this.waitAllowance = this.bindingWait;
-    this.heapAtStart = heapInUse();
+    this.heapAtStart = NaN;
     this.exhausted = false;
     this.failure = null;
     lua.lua_sethook(L, hook, lua.LUA_MASKCOUNT, HOOK_EVERY);

@@ -2,7 +2,7 @@ import { afterEach } from 'vitest';
 import { startHost, type Child as HostProcess } from '../../bench/_children';
 
 /**
- * The production entry (dist/host.mjs, built by `npm test` before the suite)
+ * The production entry (dist/host.mjs, built by the suite's global setup when stale)
  * as `npm start` runs it: real processes, real exit codes. Every process a
  * test starts is stopped after it.
  */
