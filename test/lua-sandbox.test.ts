@@ -137,6 +137,9 @@ const BOMBS: [string, string, RegExp][] = [
   ['deep recursion', 'local function f(n) return f(n + 1) + 1 end f(1)', /^heap_exhausted$/],
   ['table growth', 'local t = {} local i = 0 while true do i = i + 1 t[i] = { i } end', ANY_LIMIT],
   ['coroutine loop', 'coroutine.wrap(function() while true do end end)()', LOOP],
+  // Backtracking that would run for hours inside one library call.
+  ['pattern backtracking', 'local s = string.rep("a", 10000) local r = s:find(".-.-.-b")', LOOP],
+  ['balance scan from every start', 'local s = string.rep("(", 100000) for w in s:gmatch("%b()") do end', LOOP],
 ];
 
 describe('hostile scripts lose only the call', () => {
@@ -225,6 +228,31 @@ describe('hostile scripts lose only the call', () => {
     // Five inputs at 50 ms each, a tick and a view would take 360 ms without the shared cap.
     expect(Date.now() - started).toBeLessThan(200);
     expect(vm.takeLimitFailure()).toMatchObject({ kind: 'timeout' });
+  });
+
+  it('a pattern search is stopped at its deadline, and one that fits its budget answers as before', () => {
+    const budgets = { heavy: 1e12, heavyMs: 40, lightMs: 20 };
+    const bomb = vmOf(PASSIVE + 'function tick(state) state.r = string.rep("a", 10000):gsub(".-.-.-b", "x") return state end', { budgets }).vm;
+    bomb.init();
+    const started = Date.now();
+    expect(bomb.tick().tick).toMatchObject({ ok: false, kind: 'timeout' });
+    // One check every few thousand steps: the call ends close to its deadline, not a budget later.
+    expect(Date.now() - started).toBeLessThan(400);
+    const honest = vmOf(
+      PASSIVE +
+        `function tick(state)
+          local k, v = ("speed=12; name=ada"):match("(%w+)=(%w+)")
+          local words = {} for w in ("a bb ccc"):gmatch("%a+") do words[#words + 1] = w end
+          state.r = { k, v, table.concat(words, ","), (("x(y(z))w"):find("%b()")), (("a,b"):gsub(",", ";")) }
+          return state
+        end
+        function get_state(id, state) return { r = state.r } end`,
+      { budgets },
+    ).vm;
+    honest.init();
+    honest.join('p');
+    expect(honest.tick().tick).toMatchObject({ ok: true });
+    expect(JSON.parse(honest.viewJson('p'))).toEqual({ r: ['speed', '12', 'a,bb,ccc', 2, 'a;b'] });
   });
 
   it('the failing VM keeps its state and works at its next call', () => {

@@ -101,6 +101,8 @@ export type LuaStringObject = { readonly __luaStringObject: true };
 
 /** Told about every string of a state being built (its byte length), before the script can use it. */
 export type StringWatcher = (L: unknown, length: number) => void;
+/** `steps` pattern-matching steps ran in state `L`. */
+export type StepWatcher = (L: unknown, steps: number) => void;
 
 export interface FengariInternals {
   /** Replaces fengari's call path (process-wide, once). */
@@ -152,17 +154,59 @@ function stackSlots(L: any): number {
 // ---- string building --------------------------------------------------
 
 let watcher: StringWatcher = () => {};
+let stepWatcher: StepWatcher = () => {};
 /** null until the first watchStrings; then '' when the watch works, else why it does not. */
 let watchFailure: string | null = null;
 
+/** Pattern-matching steps between two calls of the step watcher. */
+export const PATTERN_STEP_CHUNK = 4096;
+let stepsLeft = PATTERN_STEP_CHUNK;
+
 /**
- * Sends every string a state builds to `onString` from now on (process-wide).
- * Throws when this fengari's string building cannot be watched.
+ * Sends every string a state builds to `onString`, and every
+ * PATTERN_STEP_CHUNK steps of pattern matching (`string.find`, `match`,
+ * `gmatch`, `gsub`) to `onSteps`, from now on (process-wide). Throws when
+ * this fengari's string building or matching cannot be watched.
  */
-export function watchStrings(onString: StringWatcher): void {
+export function watchStrings(onString: StringWatcher, onSteps: StepWatcher): void {
   watchFailure ??= installWatch();
   if (watchFailure !== '') throw new Error(`fengari ${fengariVersion ?? '(version unknown)'}: string building cannot be bounded (${watchFailure}); no script may run`);
   watcher = onString;
+  stepWatcher = onSteps;
+}
+
+/**
+ * The matcher of Lua patterns is a backtracking search with no instruction
+ * hook inside it: `("a"):rep(1e4):find(".-.-.-b")` runs for hours in one
+ * call. Every step that looks at a subject character first reads the match
+ * state's `src_end` (the single-character test, the balance scan of `%b`,
+ * the loops over start positions), so an accessor on that field counts the
+ * steps, and the watcher can stop the call as the hook would. The class is
+ * private; a `gmatch` iterator carries an instance as a light userdata.
+ */
+function installStepWatch(): (() => void) | string {
+  const L = lauxlib.luaL_newstate();
+  lauxlib.luaL_requiref(L, to_luastring('string'), lualib.luaopen_string, 1);
+  lua.lua_settop(L, 0);
+  if (lauxlib.luaL_loadstring(L, to_luastring('return string.gmatch("a", "a")')) !== lua.LUA_OK || lua.lua_pcall(L, 0, 1, 0) !== lua.LUA_OK) return 'string.gmatch failed';
+  if (lua.lua_getupvalue(L, 1, 3) === null) return 'the gmatch iterator has no third upvalue';
+  const state = (lua.lua_touserdata(L, -1) as { ms?: object } | null)?.ms;
+  const proto = state ? Object.getPrototypeOf(state) : null;
+  if (!proto || proto === Object.prototype || !Object.hasOwn(state!, 'src_end')) return 'no match state with src_end';
+  Object.defineProperty(proto, 'src_end', {
+    configurable: true,
+    get(this: { L: unknown; watchedEnd: number }) {
+      if (--stepsLeft <= 0) {
+        stepsLeft = PATTERN_STEP_CHUNK;
+        stepWatcher(this.L, PATTERN_STEP_CHUNK);
+      }
+      return this.watchedEnd;
+    },
+    set(this: { watchedEnd: number }, value: number) {
+      this.watchedEnd = value;
+    },
+  });
+  return () => void delete proto.src_end;
 }
 
 // The interpreter reaches `setsvalue2s` through the module object when it
@@ -185,10 +229,12 @@ function installWatch(): string {
       this.watchedBuffer = value;
     },
   });
-  const failure = probeWatch();
+  const steps = installStepWatch();
+  const failure = typeof steps === 'string' ? steps : probeWatch();
   if (failure !== '') {
     lobject.setsvalue2s = setsvalue2s;
     delete Buffer.prototype.b;
+    if (typeof steps !== 'string') steps();
   }
   return failure;
 }
@@ -213,11 +259,18 @@ function probeWatch(): string {
     const concat = run('local a = ... return a .. "yz"', 1);
     if (concat !== null) return `concatenation failed: ${concat}`;
     if (!seen.includes(5002)) return 'concatenation is not seen';
+    let steps = 0;
+    stepWatcher = (_L, n) => void (steps += n);
+    // About 45,000 steps: every start position scans to the end.
+    const search = run('return string.find(string.rep("a", 300), ".-b")', 0);
+    if (search !== null) return `string.find failed: ${search}`;
+    if (steps < 2 * PATTERN_STEP_CHUNK) return 'pattern matching steps are not seen';
     return '';
   } catch (err) {
     return `probe threw: ${(err as Error).message}`;
   } finally {
     watcher = () => {};
+    stepWatcher = () => {};
   }
 }
 

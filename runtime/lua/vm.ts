@@ -17,6 +17,9 @@
  *    string.rep, gsub, format, table.concat ...) is capped per string and its
  *    bytes are charged against the same budget, so memcpy-heavy bombs end as
  *    quickly as loops do;
+ *  - pattern matching (`string.find`, `match`, `gmatch`, `gsub`), a
+ *    backtracking search that can run for hours inside one call, charges
+ *    its steps and checks the limits every few thousand of them;
  *  - the Lua stack is capped, so deep recursion fails early and cheaply.
  * Memory a script retains in globals across calls is not attributed to a
  * call; the worker that runs it has its own memory ceiling for that.
@@ -55,6 +58,13 @@ function onBigString(L: unknown, length: number): void {
   if (!sb || length < CHECKED_STRING_BYTES) return;
   if (length > MAX_STRING_BYTES) sb.exhaust(L, 'heap_exhausted', `string longer than ${MAX_STRING_BYTES} bytes`);
   sb.charge(L, length / BYTES_PER_INSTRUCTION, length);
+}
+
+/** Pattern-matching steps (one subject character examined) that cost one instruction of budget. */
+const PATTERN_STEPS_PER_INSTRUCTION = 8;
+
+function onPatternSteps(L: unknown, steps: number): void {
+  active?.charge(L, steps / PATTERN_STEPS_PER_INSTRUCTION);
 }
 
 const stackSlots = internals?.stackSlots;
@@ -158,7 +168,7 @@ export class Sandbox {
   private readonly baseDir: string;
 
   constructor(options: SandboxOptions) {
-    watchStrings(onBigString);
+    watchStrings(onBigString, onPatternSteps);
     internals?.installFastCalls();
     this.source = options.source;
     this.baseDir = options.baseDir;
