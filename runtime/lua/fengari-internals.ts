@@ -17,13 +17,15 @@
  *
  * One piece is a limit, not speed, and has no public-API equivalent: the
  * watch on string building (the `..` operator and every luaL_Buffer), which
- * bounds each string a script builds and charges its bytes. Without it a
- * loop doubling a string exhausts the process's memory between two hooks.
- * So it is not gated on the version but on behaviour (its module, lobject,
- * is imported on every release): it is installed where its two hook points
- * exist, then checked on a scratch state;
- * where it does not see both kinds of string building it is removed again
- * and `watchStrings` throws, so no script runs unbounded.
+ * bounds each string a script builds and charges its bytes, and on pattern
+ * matching, which charges its steps (docs/decisions/0045). Without it a
+ * loop doubling a string exhausts the process's memory between two hooks,
+ * and one `string.find` can run for hours. So it is not gated on the
+ * version but on behaviour (its modules are loaded on every release): it
+ * is installed where its hook points exist, then checked on a scratch
+ * state; where it does not see both kinds of string building and the
+ * matcher's steps it is removed again and `watchStrings` throws, so no
+ * script runs unbounded.
  *
  * SVC_FENGARI_UNPATCHED=1 in the environment shuts the version gate as a
  * different release would. It is not a setting: the differential test and
