@@ -137,9 +137,11 @@ const BOMBS: [string, string, RegExp][] = [
   ['deep recursion', 'local function f(n) return f(n + 1) + 1 end f(1)', /^heap_exhausted$/],
   ['table growth', 'local t = {} local i = 0 while true do i = i + 1 t[i] = { i } end', ANY_LIMIT],
   ['coroutine loop', 'coroutine.wrap(function() while true do end end)()', LOOP],
-  // Backtracking that would run for hours inside one library call.
-  ['pattern backtracking', 'local s = string.rep("a", 10000) local r = s:find(".-.-.-b")', LOOP],
-  ['balance scan from every start', 'local s = string.rep("(", 100000) for w in s:gmatch("%b()") do end', LOOP],
+  // Library calls with no check inside them, sized to run a second or two unbounded (so a lost bound fails, not hangs).
+  ['pattern backtracking', 'local s = string.rep("a", 20000) local r = s:find(".-b")', LOOP],
+  ['balance scan from every start', 'local s = string.rep("(", 20000) for w in s:gmatch("%b()") do end', LOOP],
+  ['long bracket class', 'local s = string.rep("a", 3000) local r = s:find("[" .. string.rep("b", 200000) .. "]")', LOOP],
+  ['back-reference', 'local s = string.rep("a", 3000) local r = s:find("(.-)%1b")', LOOP],
 ];
 
 describe('hostile scripts lose only the call', () => {
@@ -232,7 +234,7 @@ describe('hostile scripts lose only the call', () => {
 
   it('a pattern search is stopped at its deadline, and one that fits its budget answers as before', () => {
     const budgets = { heavy: 1e12, heavyMs: 40, lightMs: 20 };
-    const bomb = vmOf(PASSIVE + 'function tick(state) state.r = string.rep("a", 10000):gsub(".-.-.-b", "x") return state end', { budgets }).vm;
+    const bomb = vmOf(PASSIVE + 'function tick(state) state.r = string.rep("a", 30000):gsub(".-b", "x") return state end', { budgets }).vm;
     bomb.init();
     const started = Date.now();
     expect(bomb.tick().tick).toMatchObject({ ok: false, kind: 'timeout' });
@@ -253,6 +255,25 @@ describe('hostile scripts lose only the call', () => {
     honest.join('p');
     expect(honest.tick().tick).toMatchObject({ ok: true });
     expect(JSON.parse(honest.viewJson('p'))).toEqual({ r: ['speed', '12', 'a,bb,ccc', 2, 'a;b'] });
+  });
+
+  it('a plain search takes linear time and answers as Lua 5.3 does', () => {
+    const finds = vmOf(
+      PASSIVE +
+        `function tick(state)
+          local hay = string.rep("a", 1000000)
+          local worst = { hay:find(string.rep("a", 500000) .. "b", 1, true) }
+          local near = { (hay .. "b"):find(string.rep("a", 500000) .. "b") }
+          state.r = { #worst, near[1], near[2], { ("a.b"):find(".", 1, true) }, { ("hello"):find("l") }, { ("hello"):find("lo", -2) },
+            { ("hello"):find("", 6) }, #{ ("hello"):find("", 7) }, { ("hello"):find("h", -10) }, { ("hello"):find("l.", 1) } }
+          return state
+        end
+        function get_state(id, state) return { r = state.r } end`,
+    ).vm;
+    finds.init();
+    finds.join('p');
+    expect(finds.tick().tick).toMatchObject({ ok: true });
+    expect(JSON.parse(finds.viewJson('p'))).toEqual({ r: [0, 500001, 1000001, [2, 2], [3, 3], [4, 5], [6, 5], 0, [1, 1], [3, 4]] });
   });
 
   it('the failing VM keeps its state and works at its next call', () => {
