@@ -93,6 +93,14 @@ export interface StartOptions {
   echo?: boolean;
   /** Where a child without IPC serves; readiness is then `GET /api/v1/health/ready` answering 200. */
   port?: number;
+  /**
+   * Runs the child at the lowest CPU priority (nice 19), every thread of it:
+   * a load generator standing in for remote clients then takes the cores the
+   * target leaves idle instead of a fair share beside it, as clients on other
+   * machines would. Linux and macOS (`nice` from the start, so the threads
+   * node makes before any code runs inherit it).
+   */
+  lowPriority?: boolean;
 }
 
 interface Pending {
@@ -120,7 +128,10 @@ export class Child {
   constructor(options: StartOptions) {
     this.name = options.name ?? path.basename(options.args.find((a) => /\.(ts|mjs|js)$/.test(a)) ?? 'node');
     this.#port = options.port ?? 0;
-    this.proc = spawn(process.execPath, [...extraFlags, ...options.args], {
+    const command = [process.execPath, ...extraFlags, ...options.args];
+    // `nice` execs node in its own place: the pid, its /proc figures and the IPC channel are node's.
+    if (options.lowPriority) command.unshift('nice', '-n', '19');
+    this.proc = spawn(command[0]!, command.slice(1), {
       cwd: options.cwd ?? root,
       env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe', ...(options.ipc ? (['ipc'] as const) : [])],
@@ -296,12 +307,13 @@ export function start(options: StartOptions): Child {
  * `serveParent`). A child that dies or stays silent past the deadline is
  * stopped before the error reaches the caller.
  */
-export async function forkChild(file: string, args: string[] = [], options: { nodeFlags?: string[]; readyWithinMs?: number } = {}): Promise<Child> {
+export async function forkChild(file: string, args: string[] = [], options: { nodeFlags?: string[]; readyWithinMs?: number; lowPriority?: boolean } = {}): Promise<Child> {
   const c = start({
     name: [file.replace(/\.ts$/, ''), ...args.filter((a) => !a.startsWith('{'))].join(' '),
     args: ['--import', 'tsx', ...(options.nodeFlags ?? []), path.join(here, file), ...args],
     ipc: true,
     echo: true,
+    lowPriority: options.lowPriority ?? false,
   });
   try {
     await c.ready(options.readyWithinMs ?? 180_000);

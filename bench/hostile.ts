@@ -86,7 +86,8 @@ const modes: { name: string; settings: Record<string, unknown> }[] = [
 ];
 for (const mode of modes) {
   const target = await forkChild('_ws-target.ts', ['svc', JSON.stringify({ gameDir: game, settings: { ...mode.settings, match_failing_ticks_max: 100_000 } })]);
-  const load = await forkChild('_ws-load.ts').catch(async (err) => {
+  // The ordinary matches' players stand in for clients on other machines (see bench/matches.ts); the probes run here, at normal priority.
+  const load = await forkChild('_ws-load.ts', [], { lowPriority: true }).catch(async (err) => {
     await target.stop();
     throw err;
   });
