@@ -1,5 +1,6 @@
 // Child process for bench/http.ts: serves either the full svc pipeline or a
-// bare node:http server answering the same JSON, path by path. The svc target registers one
+// bare node:http server answering the same JSON, path by path (after a given
+// number of microseconds of busy work per request, for the calibration rows). The svc target registers one
 // player over HTTP and announces `{port, token, playerId}`, so the parent can
 // measure an authenticated read with that player's bearer token.
 import { createServer, type ServerResponse } from 'node:http';
@@ -12,7 +13,13 @@ if (kind === 'bare' || kind === 'bare-async') {
   // sends the same bytes as the route it is compared with.
   const bodies = new Map<string, string>(Object.entries(JSON.parse(process.argv[3] ?? '{}') as Record<string, string>));
   const fallback = JSON.stringify({ status: 'ok' });
+  // Optional microseconds of busy work per request (the calibration rows of bench/http.ts).
+  const workUs = Number(process.argv[4] ?? 0);
   const write = (path: string, res: ServerResponse) => {
+    if (workUs > 0) {
+      const until = performance.now() + workUs / 1000;
+      while (performance.now() < until);
+    }
     const body = bodies.get(path) ?? fallback;
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
     res.end(body);

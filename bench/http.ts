@@ -10,6 +10,14 @@
 // so drifting load on a shared machine hits all of them; the verdicts use the
 // medians. SVC_BENCH_ROOT measures another checkout's service with this
 // benchmark (see bench/_children.ts).
+//
+// Calibration, in the same rounds: the bare server again, doing 5 and 10 µs
+// of busy work before each answer of the health body. On loopback with the
+// load generator on the same cores, a microsecond of work costs the server
+// more than a microsecond (the kernel bills waking the load generator to the
+// answering write, and a slower server finds it asleep more often), so these
+// rows say which share of bare a given pipeline cost can keep on this machine.
+const CALIBRATION_US = [5, 10];
 import autocannon from 'autocannon';
 import { forkChild, svcRevision, type Child } from './_children';
 import { progress, table } from './_report';
@@ -52,6 +60,7 @@ const children: Child[] = [];
 const rows: Row[] = [];
 /** Each svc route and the bare server answering the same path with the same body. */
 let pairs: { bare: Load; svc: Load }[] = [];
+let calibrationRows: Load[] = [];
 try {
   const svc = await forkChild('_http-targets.ts', ['svc']);
   children.push(svc);
@@ -75,7 +84,14 @@ try {
     bare: { name: `bare node:http, same body as ${r.path.startsWith('/api/v1/health') ? 'health' : 'the profile'} (baseline)`, target: bare, path: r.path, headers: {} },
     svc: { name: `svc ${r.name}`, target: svc, path: r.path, headers: r.headers },
   }));
-  const loads = pairs.flatMap((p) => [p.bare, p.svc]);
+  const calibrations: Load[] = [];
+  for (const us of CALIBRATION_US) {
+    const worker = await forkChild('_http-targets.ts', ['bare', JSON.stringify(bodies), String(us)]);
+    children.push(worker);
+    calibrations.push({ name: `bare node:http + ${us} µs of work per request, health body (calibration)`, target: worker, path: routes[0]!.path, headers: {} });
+  }
+  calibrationRows = calibrations;
+  const loads = [...pairs.flatMap((p) => [p.bare, p.svc]), ...calibrations];
   // Warm every target up so the JIT has settled before anything is measured.
   for (const load of loads) await run(load, 2);
   for (let i = 1; i <= rounds; i++) {
@@ -100,4 +116,10 @@ for (const { bare, svc } of pairs) {
   const cpuRatio = median(of(bare).map((r) => r.cpuUsPerRequest)) / median(of(svc).map((r) => r.cpuUsPerRequest));
   console.log(`median ${svc.name} / bare throughput: ${(ratio * 100).toFixed(1)} % (target ≥ ${TARGET * 100} %, informational) — ${ratio >= TARGET ? 'met' : 'NOT met'}`);
   console.log(`  server CPU per request, bare / svc: ${(cpuRatio * 100).toFixed(1)} % (the throughput svc would keep if the server's core were the only limit)`);
+}
+const bareHealth = pairs[0]?.bare;
+for (const load of calibrationRows) {
+  if (!bareHealth) break;
+  const ratio = median(of(load).map((r) => r.rps)) / median(of(bareHealth).map((r) => r.rps));
+  console.log(`calibration: ${load.name.replace(/, health body \(calibration\)$/, '')} keeps ${(ratio * 100).toFixed(1)} % of bare`);
 }
