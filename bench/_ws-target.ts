@@ -86,6 +86,8 @@ if (kind === 'bare') {
           await db.insertInto('player_tokens').values(rows).execute();
           done += batch;
         }
+        // The players were there before the storm: a running node's job has long since analyzed them.
+        await running.plannerStatistics?.run();
         return { tokens };
       },
     },

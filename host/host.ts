@@ -20,6 +20,7 @@ import type { OperatorModes } from '../runtime/lua/api';
 import { databaseFault } from '../runtime/platform/database';
 import { GuestReaper } from './jobs/guest-reaper';
 import { TokenSweeper } from './jobs/token-sweeper';
+import { PlannerStatistics } from './jobs/planner-statistics';
 import { LeaderboardFlush } from './jobs/leaderboard-flush';
 import { TournamentClock } from './jobs/tournament-clock';
 import { NodeMetrics } from './metrics/registry';
@@ -67,6 +68,8 @@ export interface RunningServer {
   /** Runs on its interval when `guest_reap_after` is set; `sweep()` runs one pass now. */
   guestReaper: GuestReaper;
   tokenSweeper: TokenSweeper;
+  /** The embedded database's ANALYZE of stale tables (the server's autovacuum does it there); `run()` runs a pass now. */
+  plannerStatistics: PlannerStatistics | null;
   /** Writes changed leaderboard entries on its interval and at shutdown; `flush()` runs one pass now. */
   leaderboardFlush: LeaderboardFlush;
   /** Moves tournaments on time; `tick()` runs a pass now. */
@@ -211,6 +214,8 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   readyPromise.then(() => guestReaper.start(), () => {});
   const tokenSweeper = new TokenSweeper(ctx);
   readyPromise.then(() => tokenSweeper.start(), () => {});
+  const plannerStatistics = database.kind === 'embedded' ? new PlannerStatistics(ctx.db, log) : null;
+  readyPromise.then(() => plannerStatistics?.start(), () => {});
   readyPromise.then(() => leaderboardFlush.start(), () => {});
   // A tournament's final order is its entrants' places on its board in this node's memory.
   const tournamentClock = new TournamentClock(ctx, (board, players) =>
@@ -237,6 +242,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   hooks.push(() => leaderboardFlush.stop());
   hooks.push(() => guestReaper.stop());
   hooks.push(() => tokenSweeper.stop());
+  if (plannerStatistics) hooks.push(() => plannerStatistics.stop());
   hooks.push(() => tournamentClock.stop());
   hooks.push(() => probe.close());
   // A scrape that is still running is cut off: the listener never holds shutdown up.
@@ -253,6 +259,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     ready: readyPromise,
     guestReaper,
     tokenSweeper,
+    plannerStatistics,
     leaderboardFlush,
     tournamentClock,
     fleet,
