@@ -6,7 +6,7 @@
 // the token cache warm), each against a bare node:http server answering the
 // same path with the same body (what svc answered it), measured in the same
 // run. Servers run in child processes; the load generator (autocannon) runs
-// in this one. Rounds alternate the four targets
+// in this one. Rounds alternate the targets
 // so drifting load on a shared machine hits all of them; the verdicts use the
 // medians. SVC_BENCH_ROOT measures another checkout's service with this
 // benchmark (see bench/_children.ts).
@@ -17,10 +17,11 @@
 // more than a microsecond (the kernel bills waking the load generator to the
 // answering write, and a slower server finds it asleep more often), so these
 // rows say which share of bare a given pipeline cost can keep on this machine.
-const CALIBRATION_US = [5, 10];
 import autocannon from 'autocannon';
 import { forkChild, svcRevision, type Child } from './_children';
 import { progress, table } from './_report';
+
+const CALIBRATION_US = [5, 10];
 
 const seconds = Number(process.argv[2] ?? 8);
 const connections = Number(process.argv[3] ?? 50);

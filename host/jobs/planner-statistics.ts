@@ -28,8 +28,8 @@ const STATISTICS_TARGET = 10;
  * guesses: a token lookup of 200 hashes walked all 10,000 players (20 ms
  * instead of 4.5). Every pass analyzes, one table at a time so other
  * statements interleave on the one connection, each table never analyzed
- * (`reltuples` below zero; the figure is kept in the catalogue across
- * restarts, the change counters are not) or changed by more than PostgreSQL's
+ * (`reltuples` below zero; the catalogue keeps that figure across restarts,
+ * while PostgreSQL drops the change counters after a crash) or changed by more than PostgreSQL's
  * threshold since its last ANALYZE. The server has autovacuum: no job there.
  */
 export class PlannerStatistics {
