@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ServiceError } from '../client';
 import { api, given, type Answer, type Failed, type ListPath, type Row } from './api';
 import { count } from './format';
@@ -183,10 +183,27 @@ export function ListView<P extends ListPath>(props: ListProps<P>) {
   );
 }
 
+/**
+ * A form's edits before they are applied to the address: they start from the
+ * address's values and follow them when those change (back, forward, a link),
+ * but not on the first render. Preact runs effects after paint, so a reset
+ * there could wipe what was typed in the meantime: a fast typist, or a test
+ * driving the browser, then applied an empty form.
+ */
+export function useDraft(values: Record<string, string>): [Record<string, string>, (draft: Record<string, string>) => void] {
+  const [draft, setDraft] = useState(values);
+  const signature = JSON.stringify(values);
+  const seen = useRef(signature);
+  useEffect(() => {
+    if (seen.current === signature) return;
+    seen.current = signature;
+    setDraft(values);
+  }, [signature]);
+  return [draft, setDraft];
+}
+
 function ListControls(props: { search: string | undefined; filters: Filter[]; values: Record<string, string> }) {
-  const [draft, setDraft] = useState<Record<string, string>>(props.values);
-  const signature = JSON.stringify(props.values);
-  useEffect(() => setDraft(props.values), [signature]);
+  const [draft, setDraft] = useDraft(props.values);
   const apply = (e: Event) => {
     e.preventDefault();
     const changes: Record<string, string | null> = { offset: null };

@@ -1,9 +1,8 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
 import { api, given, type Row } from '../api';
 import { useLoad } from '../load';
 import { setQuery, useLocation } from '../router';
-import { Failure, Figure, Screen } from '../ui';
+import { Failure, Figure, Screen, useDraft } from '../ui';
 
 export type ConsoleScreen = Row<'/api/v1/ops/console/screens'>;
 
@@ -29,9 +28,7 @@ export function ExtensionScreen(props: { screen: ConsoleScreen | null; loading: 
 }
 
 function Fields(props: { fields: string[]; values: Record<string, string> }) {
-  const [draft, setDraft] = useState(props.values);
-  const signature = JSON.stringify(props.values);
-  useEffect(() => setDraft(props.values), [signature]);
+  const [draft, setDraft] = useDraft(props.values);
   return (
     <form
       class="controls"
