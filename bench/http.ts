@@ -61,7 +61,8 @@ const children: Child[] = [];
 const rows: Row[] = [];
 /** Each svc route and the bare server answering the same path with the same body. */
 let pairs: { bare: Load; svc: Load }[] = [];
-let calibrationRows: Load[] = [];
+/** The bare server doing busy work before each answer of the health body. */
+const calibrations: Load[] = [];
 try {
   const svc = await forkChild('_http-targets.ts', ['svc']);
   children.push(svc);
@@ -85,13 +86,11 @@ try {
     bare: { name: `bare node:http, same body as ${r.path.startsWith('/api/v1/health') ? 'health' : 'the profile'} (baseline)`, target: bare, path: r.path, headers: {} },
     svc: { name: `svc ${r.name}`, target: svc, path: r.path, headers: r.headers },
   }));
-  const calibrations: Load[] = [];
   for (const us of CALIBRATION_US) {
     const worker = await forkChild('_http-targets.ts', ['bare', JSON.stringify(bodies), String(us)]);
     children.push(worker);
     calibrations.push({ name: `bare node:http + ${us} µs of work per request, health body (calibration)`, target: worker, path: routes[0]!.path, headers: {} });
   }
-  calibrationRows = calibrations;
   const loads = [...pairs.flatMap((p) => [p.bare, p.svc]), ...calibrations];
   // Warm every target up so the JIT has settled before anything is measured.
   for (const load of loads) await run(load, 2);
@@ -118,9 +117,7 @@ for (const { bare, svc } of pairs) {
   console.log(`median ${svc.name} / bare throughput: ${(ratio * 100).toFixed(1)} % (target ≥ ${TARGET * 100} %, informational) — ${ratio >= TARGET ? 'met' : 'NOT met'}`);
   console.log(`  server CPU per request, bare / svc: ${(cpuRatio * 100).toFixed(1)} % (the throughput svc would keep if the server's core were the only limit)`);
 }
-const bareHealth = pairs[0]?.bare;
-for (const load of calibrationRows) {
-  if (!bareHealth) break;
-  const ratio = median(of(load).map((r) => r.rps)) / median(of(bareHealth).map((r) => r.rps));
+for (const load of calibrations) {
+  const ratio = median(of(load).map((r) => r.rps)) / median(of(pairs[0]!.bare).map((r) => r.rps));
   console.log(`calibration: ${load.name.replace(/, health body \(calibration\)$/, '')} keeps ${(ratio * 100).toFixed(1)} % of bare`);
 }

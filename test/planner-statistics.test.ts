@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashToken, newToken } from '../runtime/accounts/tokens';
-import { jsonb } from '../runtime/platform/database';
 import { freshDatabase } from './support/database';
+import { insertPlayersWithTokens } from './support/provision';
 import { startTestServer, type TestServer } from './support/server';
 
 // PGlite has no autovacuum: the node's own job keeps the planner's figures
@@ -18,20 +17,7 @@ afterAll(async () => {
   await s.close();
 });
 
-async function addPlayersWithTokens(n: number): Promise<void> {
-  const now = Date.now();
-  for (let done = 0; done < n; done += 500) {
-    const players = [];
-    const tokens = [];
-    for (let i = 0; i < Math.min(500, n - done); i++) {
-      const id = s.ctx.ids.uuid();
-      players.push({ id, username: `stats_${done + i}_${id.slice(-6)}`, display_name: null, hashed_password: null, metadata: jsonb({}), updated_at: new Date(now) });
-      tokens.push({ id: s.ctx.ids.uuid(), user_id: id, token: await hashToken(newToken()), context: 'access' as const, family_id: null, expires_at: new Date(now + 3_600_000) });
-    }
-    await s.ctx.db.insertInto('players').values(players).execute();
-    await s.ctx.db.insertInto('player_tokens').values(tokens).execute();
-  }
-}
+const addPlayersWithTokens = (n: number) => insertPlayersWithTokens(s.ctx.db, s.ctx.ids, n, 'stats');
 
 /**
  * PostgreSQL hands a session's change counts to the statistics the pass reads

@@ -2,9 +2,9 @@ import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs,
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenLookups } from '../host/infra/token-lookups';
 import { hashToken, newToken } from '../runtime/accounts/tokens';
-import { jsonb } from '../runtime/platform/database';
 import { uuidv7Source } from '../runtime/platform/ids';
 import { freshDatabase } from './support/database';
+import { insertPlayersWithTokens } from './support/provision';
 
 /**
  * Counts the statements a Db runs and the most it ever had in flight at once;
@@ -33,18 +33,7 @@ const valid = new Map<string, string>();
 
 beforeAll(async () => {
   database = await freshDatabase();
-  const now = Date.now();
-  const players = [];
-  const tokens = [];
-  for (let i = 0; i < 300; i++) {
-    const id = ids.uuid();
-    const token = newToken();
-    valid.set(token, id);
-    players.push({ id, username: `lookup_${i}_${now % 1e6}`, display_name: null, hashed_password: null, metadata: jsonb({}), updated_at: new Date(now) });
-    tokens.push({ id: ids.uuid(), user_id: id, token: await hashToken(token), context: 'access' as const, family_id: null, expires_at: new Date(now + 3_600_000) });
-  }
-  await database.db.insertInto('players').values(players).execute();
-  await database.db.insertInto('player_tokens').values(tokens).execute();
+  for (const { id, token } of await insertPlayersWithTokens(database.db, ids, 300, 'lookup')) valid.set(token, id);
 });
 afterAll(async () => {
   await database.close();

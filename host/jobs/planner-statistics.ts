@@ -12,7 +12,7 @@ import { IntervalJob } from './interval-job';
 const CHANGED_ROWS_BASE = 50;
 const CHANGED_ROWS_SHARE = 0.1;
 /** How often the tables are looked at (`autovacuum_naptime`'s default). */
-export const PLANNER_STATISTICS_INTERVAL_MS = 60_000;
+const INTERVAL_MS = 60_000;
 /**
  * The sample behind each ANALYZE (300 rows per unit: 3,000). The embedded
  * database runs on the node's main thread, and PostgreSQL's default of 100
@@ -29,8 +29,9 @@ const STATISTICS_TARGET = 10;
  * instead of 4.5). Every pass analyzes, one table at a time so other
  * statements interleave on the one connection, each table never analyzed
  * (`reltuples` below zero; the catalogue keeps that figure across restarts,
- * while PostgreSQL drops the change counters after a crash) or changed by more than PostgreSQL's
- * threshold since its last ANALYZE. The server has autovacuum: no job there.
+ * while PostgreSQL drops the change counters after a crash) or changed by
+ * more than PostgreSQL's threshold since its last ANALYZE. The server has
+ * autovacuum: no job there.
  */
 export class PlannerStatistics {
   readonly #job = new IntervalJob(() => this.#pass());
@@ -40,8 +41,8 @@ export class PlannerStatistics {
     private readonly log: Logger,
   ) {}
 
-  start(intervalMs = PLANNER_STATISTICS_INTERVAL_MS): void {
-    this.#job.start(intervalMs);
+  start(): void {
+    this.#job.start(INTERVAL_MS);
   }
 
   /** One pass now (a call while a pass runs joins it): the tables it analyzed. */
