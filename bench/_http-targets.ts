@@ -1,14 +1,52 @@
 // Child process for bench/http.ts: serves either the full svc pipeline or a
 // bare node:http server answering the same JSON, path by path (after a given
-// number of microseconds of busy work per request, for the calibration rows). The svc target registers one
-// player over HTTP and announces `{port, token, playerId}`, so the parent can
-// measure an authenticated read with that player's bearer token.
-import { createServer, type ServerResponse } from 'node:http';
+// number of microseconds of busy work per request, for the calibration rows), or
+// `bare-read`: an authenticated read written by hand on node:http with only the
+// work the route cannot skip. The svc target registers one player over HTTP and
+// announces `{port, token, playerId}`, so the parent can measure an
+// authenticated read with that player's bearer token.
+import { hash, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serveParent, svcImport } from './_children';
 
 const kind = process.argv[2];
-if (kind === 'bare' || kind === 'bare-async') {
+if (kind === 'bare-read') {
+  // What any server answering `GET /api/v1/players/:id` with a bearer token
+  // must do, with no framework: read the bearer, hash it and find it in a
+  // token cache, spend the player's rate-limit bucket, match the path and
+  // check the id, find the profile's JSON text, mint a request id, send the
+  // content type, the six security headers and the request id, and write one
+  // request log line. Unknown tokens are admitted (the parent sends one).
+  const bodies = new Map<string, string>(Object.entries(JSON.parse(process.argv[3] ?? '{}') as Record<string, string>));
+  const tokens = new Map<string, string>();
+  const buckets = new Map<string, { start: number; count: number }>();
+  const PROFILE = /^\/api\/v1\/players\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+  const SECURITY = ['x-content-type-options', 'nosniff', 'x-frame-options', 'DENY', 'referrer-policy', 'no-referrer', 'content-security-policy', "default-src 'none'; frame-ancestors 'none'", 'cross-origin-resource-policy', 'same-origin', 'cache-control', 'no-store'];
+  let logged = 0;
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
+    const started = performance.now();
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
+    const key = hash('sha256', bearer, 'hex');
+    let playerId = tokens.get(key);
+    if (playerId === undefined) tokens.set(key, (playerId = randomUUID()));
+    const now = Date.now();
+    let bucket = buckets.get(playerId);
+    if (!bucket || now - bucket.start >= 1000) buckets.set(playerId, (bucket = { start: now, count: 0 }));
+    bucket.count++;
+    const id = PROFILE.exec(req.url ?? '')?.[1];
+    const body = (id && bodies.get(req.url!)) ?? '{}';
+    const requestId = randomUUID();
+    await undefined;
+    const line = JSON.stringify({ ts: new Date(now).toISOString(), level: 'info', event: 'http_request', request_id: requestId, method: req.method, route: '/api/v1/players/:id', status: 200, duration_ms: performance.now() - started, ip: req.socket.remoteAddress, player_id: playerId });
+    logged += line.length;
+    res.writeHead(200, ['content-type', 'application/json; charset=utf-8', ...SECURITY, 'x-request-id', requestId, 'content-length', String(Buffer.byteLength(body))]);
+    res.end(body);
+  };
+  const server = createServer((req, res) => void answer(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  serveParent({ port: (server.address() as AddressInfo).port });
+} else if (kind === 'bare') {
   // The bodies svc answered, by path (a JSON argument), so that each baseline
   // sends the same bytes as the route it is compared with.
   const bodies = new Map<string, string>(Object.entries(JSON.parse(process.argv[3] ?? '{}') as Record<string, string>));
@@ -24,10 +62,7 @@ if (kind === 'bare' || kind === 'bare-async') {
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   };
-  const server = createServer((req, res) => {
-    if (kind === 'bare') write(req.url ?? '/', res);
-    else void Promise.resolve().then(() => write(req.url ?? '/', res));
-  });
+  const server = createServer((req, res) => write(req.url ?? '/', res));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   serveParent({ port: (server.address() as AddressInfo).port });
 } else {

@@ -17,6 +17,9 @@
 // more than a microsecond (the kernel bills waking the load generator to the
 // answering write, and a slower server finds it asleep more often), so these
 // rows say which share of bare a given pipeline cost can keep on this machine.
+// A last calibration row serves the authenticated read written by hand on
+// node:http with only the work that route cannot skip (bench/_http-targets.ts,
+// `bare-read`): the share no pipeline can beat here.
 import autocannon from 'autocannon';
 import { forkChild, svcRevision, type Child } from './_children';
 import { progress, table } from './_report';
@@ -63,6 +66,8 @@ const rows: Row[] = [];
 let pairs: { bare: Load; svc: Load }[] = [];
 /** The bare server doing busy work before each answer of the health body. */
 const calibrations: Load[] = [];
+/** The authenticated read written by hand on node:http (compared with the profile's bare baseline). */
+let handWritten: Load | null = null;
 try {
   const svc = await forkChild('_http-targets.ts', ['svc']);
   children.push(svc);
@@ -91,7 +96,10 @@ try {
     children.push(worker);
     calibrations.push({ name: `bare node:http + ${us} µs of work per request, health body (calibration)`, target: worker, path: routes[0]!.path, headers: {} });
   }
-  const loads = [...pairs.flatMap((p) => [p.bare, p.svc]), ...calibrations];
+  const read = await forkChild('_http-targets.ts', ['bare-read', JSON.stringify(bodies)]);
+  children.push(read);
+  handWritten = { name: 'authenticated read written by hand on bare node:http (calibration)', target: read, path: routes[1]!.path, headers: routes[1]!.headers };
+  const loads = [...pairs.flatMap((p) => [p.bare, p.svc]), ...calibrations, handWritten];
   // Warm every target up so the JIT has settled before anything is measured.
   for (const load of loads) await run(load, 2);
   for (let i = 1; i <= rounds; i++) {
@@ -120,4 +128,8 @@ for (const { bare, svc } of pairs) {
 for (const load of calibrations) {
   const ratio = median(of(load).map((r) => r.rps)) / median(of(pairs[0]!.bare).map((r) => r.rps));
   console.log(`calibration: ${load.name.replace(/, health body \(calibration\)$/, '')} keeps ${(ratio * 100).toFixed(1)} % of bare`);
+}
+if (handWritten) {
+  const ratio = median(of(handWritten).map((r) => r.rps)) / median(of(pairs[1]!.bare).map((r) => r.rps));
+  console.log(`calibration: the authenticated read written by hand keeps ${(ratio * 100).toFixed(1)} % of bare (the most any pipeline can keep here)`);
 }

@@ -1,6 +1,7 @@
 import type { Ctx, Principal } from '../runtime/contracts/context';
 import type { ApiError } from '../runtime/contracts/errors';
 import type { Operator } from '../runtime/ops/operators';
+import { jsonText } from '../runtime/platform/answer-text';
 
 /** What the pipeline knows about one request beyond the request itself. */
 export interface Call {
@@ -64,23 +65,36 @@ export interface ApiResponse {
   body: string;
 }
 
+/**
+ * The headers a JSON answer starts with: the content type and the security
+ * headers every response carries. A literal, because V8 builds it from a
+ * template: spreading shared constants into a new object cost four times as
+ * much, and a plain copy (`{ ...X }`) sent the later steps' header writes
+ * down V8's slow path.
+ */
+function jsonHeaders(): Record<string, string | string[]> {
+  return {
+    'content-type': 'application/json; charset=utf-8',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+    'cross-origin-resource-policy': 'same-origin',
+    'cache-control': 'no-store',
+  };
+}
+
 /** On every response. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
-  'cross-origin-resource-policy': 'same-origin',
-  'cache-control': 'no-store',
-};
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = (() => {
+  const { 'content-type': _, ...security } = jsonHeaders() as Record<string, string>;
+  return Object.freeze(security);
+})();
 
 /** The one way a handler answers. */
-export function json(body: unknown, status = 200, headers: Record<string, string | string[]> = {}): ApiResponse {
-  return {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...SECURITY_HEADERS, ...headers },
-    body: JSON.stringify(body),
-  };
+export function json(body: unknown, status = 200, headers?: Record<string, string | string[]>): ApiResponse {
+  const all = jsonHeaders();
+  if (headers) for (const name in headers) all[name] = headers[name]!;
+  return { status, headers: all, body: jsonText(body) };
 }
 
 export function errorResponse(err: ApiError): ApiResponse {

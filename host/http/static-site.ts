@@ -83,6 +83,8 @@ export class StaticSite {
   /** true when it answered; `secure` is the adapter's own decision (the socket, or a trusted proxy's word). */
   serve(req: IncomingMessage, res: ServerResponse, secure: boolean): boolean {
     const target = req.url ?? '';
+    // Every API request passes here first: refuse it before any parsing.
+    if (!target.startsWith(this.prefix)) return false;
     const queryAt = target.search(/[?#]/);
     const pathname = queryAt === -1 ? target : target.slice(0, queryAt);
     if (pathname !== this.prefix && !pathname.startsWith(this.prefix + '/')) return false;

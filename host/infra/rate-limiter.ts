@@ -9,6 +9,9 @@ import type { RateLimitGroup, RateRule } from '../../runtime/contracts/settings'
  */
 const SLIDING: ReadonlySet<RateLimitGroup> = new Set(['ws_connect', 'join']);
 
+/** Every admission is the same answer; one shared, frozen object spares an allocation per request. */
+const ADMITTED: RateDecision = Object.freeze({ ok: true, retryAfterMs: 0 });
+
 interface Window {
   start: number;
   count: number;
@@ -61,10 +64,10 @@ export class WindowLimiter implements RateLimiter {
         if (!w) this.#windows.set(id, { start: now, count: 0, log });
         else w.start = now;
       }
-      return { ok: true, retryAfterMs: 0 };
+      return ADMITTED;
     }
     if (!w || now - w.start >= rule.window) {
-      if (!spend) return { ok: true, retryAfterMs: 0 };
+      if (!spend) return ADMITTED;
       // A key's window opens with its first request after the last one closed.
       w = { start: now, count: 0 };
       this.#windows.set(id, w);
@@ -74,7 +77,7 @@ export class WindowLimiter implements RateLimiter {
       return { ok: false, retryAfterMs: w.start + rule.window - now };
     }
     if (spend) w.count++;
-    return { ok: true, retryAfterMs: 0 };
+    return ADMITTED;
   }
 
   sweep(): void {

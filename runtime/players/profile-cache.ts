@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Player } from '../schemas/players';
+import { withAnswerText } from '../platform/answer-text';
 
 /**
  * Public profiles this node has read, so that the most common read of the
@@ -28,7 +29,8 @@ export class ProfileCache {
     const hit = this.#entries?.get(playerId);
     if (hit) return hit;
     const epoch = this.#epoch;
-    const player = await load(playerId);
+    // Kept profiles are answered as they are, so their JSON text is written once (frozen: nothing may change a kept one).
+    const player = withAnswerText(await load(playerId));
     if (epoch === this.#epoch) this.#entries?.set(playerId, player);
     return player;
   }
