@@ -57,7 +57,7 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes(), served?: Serv
   const mounted = ctx.settings.console ? routes : routes.filter((r) => !r.path.startsWith('/console/'));
   const dispatch = routerFor([...mounted, ...extensionActionRoutes(ctx.extensions)], ctx, hooks);
 
-  async function handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse> {
+  function handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse> {
     const call: Call = {
       requestId: meta.requestId,
       ip: meta.ip,
@@ -70,16 +70,19 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes(), served?: Serv
       url: request.url,
       headers: request.headers,
       body: request.body,
-      ...(request.bufferedBody !== undefined ? { bufferedBody: request.bufferedBody } : {}),
+      bufferedBody: request.bufferedBody,
       path: pathOf(request.url),
       params: {},
       query: {},
       call,
       started: ctx.clock.now(),
     };
-    const response = await dispatch(entering);
-    served?.(entering.route, entering.method, response.status, meta);
-    return response;
+    const answered = dispatch(entering);
+    if (!served) return answered;
+    return answered.then((response) => {
+      served(entering.route, entering.method, response.status, meta);
+      return response;
+    });
   }
 
   return {

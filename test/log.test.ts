@@ -30,6 +30,15 @@ describe('structured log', () => {
     expect(JSON.parse(line)).toMatchObject({ api_key: '[redacted]', access_token: '[redacted]', nested: { Password: '[redacted]', list: [{ client_secret: '[redacted]' }] } });
   });
 
+  it('redacts a credential-named field among plain ones, and writes an empty field set as no members', () => {
+    const { lines, log } = capture('debug');
+    log.info('z', { n: 1, refresh_token: 'r-1', ok: true });
+    log.info('empty', {});
+    expect(lines[0]).not.toContain('r-1');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ n: 1, refresh_token: '[redacted]', ok: true });
+    expect(JSON.parse(lines[1]!)).toEqual({ ts: '2026-11-22T01:02:03.004Z', level: 'info', event: 'empty' });
+  });
+
   it('lets a field override a base field of the same name, once, and drops undefined values', () => {
     const { lines, log } = capture('debug', { match_id: 'base' });
     log.child({ mode: 'arena' }).error('y', { match_id: 'own', player_id: undefined, n: Number.NaN });
