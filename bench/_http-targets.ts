@@ -22,7 +22,9 @@ if (kind === 'bare-read') {
   const tokens = new Map<string, string>();
   const buckets = new Map<string, { start: number; count: number }>();
   const PROFILE = /^\/api\/v1\/players\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-  const SECURITY = ['x-content-type-options', 'nosniff', 'x-frame-options', 'DENY', 'referrer-policy', 'no-referrer', 'content-security-policy', "default-src 'none'; frame-ancestors 'none'", 'cross-origin-resource-policy', 'same-origin', 'cache-control', 'no-store'];
+  // The service's own security headers, so both answers carry the same bytes.
+  const { SECURITY_HEADERS } = await svcImport<typeof import('../handlers/http')>('handlers/http.ts');
+  const SECURITY = Object.entries(SECURITY_HEADERS).flat();
   // The line goes to a sink, as the svc target's request lines do.
   const sink = (_line: string): void => {};
   const answer = async (req: IncomingMessage, res: ServerResponse) => {
