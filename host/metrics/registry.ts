@@ -27,6 +27,8 @@ export interface MetricHooks {
   /** The same for a frame already encoded: the type is read from its leading `{"type":"…"`. */
   frameOutOf(text: string): Tally;
   tickLateness(ms: number): void;
+  /** A match tick its lane did not run because the match had taken more than its share of the lane. */
+  tickThrottled(mode: string): void;
   /** A matchmaker ticket grouped into a match after waiting this long. */
   matchmakerMatched(mode: string, waitedMs: number): void;
   /** Chat messages written to sockets. */
@@ -45,6 +47,7 @@ export const NO_METRICS: MetricHooks = {
   frameOut: () => DISCARDED,
   frameOutOf: () => DISCARDED,
   tickLateness() {},
+  tickThrottled() {},
   matchmakerMatched() {},
   chatDelivered: DISCARDED,
   luaFailure() {},
@@ -108,6 +111,7 @@ export class NodeMetrics implements MetricHooks {
   readonly #requests: Counter<'route' | 'method' | 'status'>;
   readonly #duration: Histogram<'route' | 'method'>;
   readonly #lateness: Histogram;
+  readonly #throttled: Counter<'mode'>;
   readonly #waited: Histogram<'mode'>;
   readonly #statements: Histogram;
 
@@ -187,6 +191,12 @@ export class NodeMetrics implements MetricHooks {
       name: 'svc_match_tick_lateness_seconds',
       help: 'How late match ticks ran after they were due; a skipped tick counts as one whole period (0.1 s).',
       buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1],
+      registers,
+    });
+    this.#throttled = new Counter({
+      name: 'svc_match_ticks_throttled_total',
+      help: 'Match ticks not run because their match had taken more than its share of its script lane, by mode.',
+      labelNames: ['mode'],
       registers,
     });
     new Gauge({
@@ -303,6 +313,10 @@ export class NodeMetrics implements MetricHooks {
 
   tickLateness(ms: number): void {
     this.#lateness.observe(ms > 0 ? ms / 1000 : 0);
+  }
+
+  tickThrottled(mode: string): void {
+    this.#throttled.inc({ mode });
   }
 
   matchmakerMatched(mode: string, waitedMs: number): void {

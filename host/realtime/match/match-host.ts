@@ -66,6 +66,9 @@ interface LiveMatch {
   /** Where the mode's phases stood at their last transition (listing form), and when (wall ms) the lane said so; null without phases. */
   phase: PhaseListing | null;
   phaseAt: number;
+  /** Ticks its lane throttled since the last `match_ticks_throttled` line, and when that line was written. */
+  throttled: number;
+  throttleLoggedAt: number;
 }
 
 /** Outcome of one join, as `match.joined` reports it. */
@@ -78,6 +81,8 @@ export interface LatenessSummary {
   max: number;
   /** Ticks that did not run because their match was a whole period behind (counted above as one period late). */
   skipped: number;
+  /** Ticks that did not run because their match had taken more than its share of its lane (not counted above: the match's own doing). */
+  throttled: number;
 }
 
 /**
@@ -88,6 +93,7 @@ class LatenessHistogram {
   readonly #ms = new BucketHistogram(2001);
   #max = 0;
   #skipped = 0;
+  #throttled = 0;
 
   record(ms: number): void {
     this.#ms.add(Math.round(ms));
@@ -99,15 +105,20 @@ class LatenessHistogram {
     this.record(TICK_MS);
   }
 
+  throttle(): void {
+    this.#throttled++;
+  }
+
   reset(): void {
     this.#ms.reset();
     this.#max = 0;
     this.#skipped = 0;
+    this.#throttled = 0;
   }
 
   summary(): LatenessSummary {
     const at = (q: number) => Math.max(0, this.#ms.quantileBucket(q));
-    return { count: this.#ms.count, p50: at(0.5), p99: at(0.99), max: this.#max, skipped: this.#skipped };
+    return { count: this.#ms.count, p50: at(0.5), p99: at(0.99), max: this.#max, skipped: this.#skipped, throttled: this.#throttled };
   }
 }
 
@@ -320,6 +331,8 @@ export class MatchHost implements LiveMatches {
       waitingTimer: null,
       phase: null,
       phaseAt: 0,
+      throttled: 0,
+      throttleLoggedAt: 0,
     };
     // Registered before the script answers: it counts against match_max, and concurrent find_or_create callers converge on it.
     this.#matches.set(id, match);
@@ -461,6 +474,9 @@ export class MatchHost implements LiveMatches {
       case 'skipped':
         match.inFlight = false;
         return this.#skipped(1);
+      case 'throttled':
+        match.inFlight = false;
+        return this.#throttled(match, e.debtMs);
       case 'finished':
         match.inFlight = false;
         if (match.status !== 'finished') this.#finish(match, e.result);
@@ -578,6 +594,24 @@ export class MatchHost implements LiveMatches {
     this.ctx.log.warn('match_ticks_skipped', { ticks: this.#skippedSinceLog, since_ms: this.#skipLoggedAt ? now - this.#skipLoggedAt : null });
     this.#skippedSinceLog = 0;
     this.#skipLoggedAt = now;
+  }
+
+  /** Counted per mode; logged at most once per SKIP_LOG_EVERY_MS per match, naming it, with the count since. */
+  #throttled(match: LiveMatch, debtMs: number): void {
+    this.#lateness.throttle();
+    this.sessions.metrics.tickThrottled(match.mode.name);
+    match.throttled++;
+    const now = Date.now();
+    if (now - match.throttleLoggedAt < SKIP_LOG_EVERY_MS) return;
+    this.ctx.log.warn('match_ticks_throttled', {
+      match_id: match.id,
+      mode: match.mode.name,
+      ticks: match.throttled,
+      since_ms: match.throttleLoggedAt ? now - match.throttleLoggedAt : null,
+      debt_ms: debtMs,
+    });
+    match.throttled = 0;
+    match.throttleLoggedAt = now;
   }
 
   #finish(match: LiveMatch, result: Record<string, unknown>): void {

@@ -55,6 +55,8 @@ export type LaneEvent =
   | { k: 'state'; matchId: string; lateMs: number; shared: string | null; views: [string, string][] }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { k: 'skipped'; matchId: string }
+  /** The match has taken more than its share of the lane: this tick did not run (`debtMs`: what it must earn back first). */
+  | { k: 'throttled'; matchId: string; debtMs: number }
   /** `vote_requested` asked for a vote (the lane asks no more until it hears `vote_resolved`). */
   | { k: 'vote'; matchId: string; config: VoteConfig & { vote_id: string } }
   | { k: 'finished'; matchId: string; result: JsonObject }

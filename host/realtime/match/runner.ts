@@ -18,6 +18,7 @@ import { WorldRun, type WorldRecovery } from '../world/world-run';
 import { MatchPhases } from './match-phases';
 import { isBotId } from '../../../runtime/bots/ids';
 import { LaneBots } from './bot-lane';
+import { LaneShares, type ShareAccount } from './fair-share';
 
 /** The match tick is fixed: ten ticks a second. */
 export const TICK_MS = 100;
@@ -53,6 +54,8 @@ interface RunnerMatch {
   voting: boolean;
   /** The mode's phases (null without): they start at creation and move with ticks, joins and leaves. */
   phases: MatchPhases | null;
+  /** Its share of the lane: what its ticks took against what it earned (fair-share.ts). */
+  share: ShareAccount;
 }
 
 interface LaneWorld {
@@ -76,6 +79,7 @@ export class ScriptRunner {
   readonly #log: Logger;
   readonly #rpc: ScriptRpc | null;
   readonly #bots: LaneBots;
+  readonly #shares = new LaneShares(TICK_MS);
 
   constructor(private readonly options: RunnerOptions) {
     this.#log = eventLogger((e) => this.#events.push(e));
@@ -322,7 +326,7 @@ export class ScriptRunner {
       return { ok: false };
     }
     const phases = MatchPhases.start(vm, log, (phase) => this.#events.push({ k: 'phase', matchId, phase }));
-    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, voting: false, phases });
+    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, voting: false, phases, share: this.#shares.account(performance.now()) });
     return { ok: true };
   }
 
@@ -331,6 +335,19 @@ export class ScriptRunner {
     const lateMs = Date.now() - due;
     // A tick a whole period late is dropped, never run back to back with the next one.
     if (!m || lateMs >= TICK_MS) return void this.#events.push({ k: 'skipped', matchId });
+    const started = performance.now();
+    if (!this.#shares.admit(m.share, started, this.#matches.size + this.#worlds.size)) {
+      return void this.#events.push({ k: 'throttled', matchId, debtMs: Math.round(-m.share.credit) });
+    }
+    try {
+      this.#runTick(matchId, m, lateMs);
+    } finally {
+      this.#shares.charge(m.share, performance.now() - started);
+    }
+  }
+
+  /** One tick's steps: inputs, `tick`, the phases, the views; then the finish and failure checks. */
+  #runTick(matchId: string, m: RunnerMatch, lateMs: number): void {
     // Failures of joins and leaves between ticks do not count against the ticks.
     m.vm.takeLimitFailure();
     const r = m.vm.tick();
