@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -164,6 +164,25 @@ describe('body rules', () => {
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('a keep-alive client that sent an oversized body gets its next request answered (on a new connection)', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (headers: Record<string, string | number>, body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: s.port, method: 'POST', path: '/api/v1/test/echo', agent, headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      expect(await send({ 'content-type': 'application/json', 'content-length': MiB + 1 }, objectOfSize(MiB + 1))).toBe(413);
+      expect(await send({ 'content-type': 'application/json' }, '{"a":1}')).toBe(200);
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('lets a client finish an oversized upload and read its 413, then closes gracefully', async () => {
     const size = 4 * MiB;
     const outcome = await new Promise<{ response: string; error: string | null; ended: boolean }>((resolve) => {
@@ -187,6 +206,10 @@ describe('body rules', () => {
     expect(outcome.error).toBeNull();
     expect(outcome.ended).toBe(true);
     expect(outcome.response.startsWith('HTTP/1.1 413')).toBe(true);
+    // It says the connection closes, so a client does not send its next request on it.
+    const head = outcome.response.slice(0, outcome.response.indexOf('\r\n\r\n')).toLowerCase();
+    expect(head).toContain('\r\nconnection: close');
+    expect(head).not.toContain('keep-alive');
     const body = JSON.parse(outcome.response.slice(outcome.response.indexOf('\r\n\r\n') + 4));
     expect(body.error.code).toBe('payload_too_large');
   });

@@ -131,10 +131,13 @@ function refuseBody(req: IncomingMessage, res: ServerResponse, err: ApiError, re
   socket.once('close', () => clearTimeout(timer));
   req.resume();
   // The API's own error answer with what the pipeline's last step adds (the request id, HSTS
-  // over TLS), since the request never reaches the app. No `connection: close` header: node
-  // would then destroy the socket as soon as the answer is written, body still arriving. The
-  // FIN above closes it.
+  // over TLS), since the request never reaches the app. It says `connection: close`, which is
+  // true: a client must not send its next request on this connection. Node, told so, would
+  // destroy the socket once the answer is written, body still arriving (the reset above); the
+  // FIN after the drain closes it instead.
+  socket.destroySoon = () => {};
   const reply = errorResponse(err);
+  reply.headers.connection = 'close';
   reply.headers['x-request-id'] = requestId;
   if (secure) reply.headers['strict-transport-security'] = HSTS;
   reply.headers['content-length'] = String(Buffer.byteLength(reply.body));
