@@ -95,7 +95,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     ids: uuidv7Source(() => clock.now()),
     limits,
     log,
-    auth: options.fleet ? options.fleet.tokens(tokens) : tokens,
+    auth: options.fleet ? options.fleet.tokens(tokens, { db: database.db, now: () => clock.now() }) : tokens,
     profiles: options.fleet ? options.fleet.shareProfiles(new ProfileCache(settings.profile_cache_ttl_ms)) : new ProfileCache(settings.profile_cache_ttl_ms),
     game: options.game ?? { registration: () => null, guestAuth: () => false },
     readiness: { ready: () => ready, databaseFault: () => watch?.fault() ?? null },

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
+import { ApiError } from '../../runtime/contracts/errors';
 import type { Logger } from '../../runtime/platform/log';
 import { redactUrl } from '../banner';
 
@@ -23,8 +24,22 @@ export interface Bus {
   readonly prefix: string;
   publish(kind: string, body: unknown): void;
   on(kind: string, handler: BusHandler): void;
+  /**
+   * Reads on a request path, over a connection where each command answers
+   * within ASK_DEADLINE_MS or fails (at once while the link is down): a
+   * failure is `fleet_unavailable`. Nothing is queued behind an outage, so no
+   * socket waits for Redis to come back. A request path makes one command.
+   */
+  ask<T>(read: (redis: Redis) => Promise<T>): Promise<T>;
+  /** Whether both links are up and this node is subscribed: it hears every message published now. */
+  connected(): boolean;
+  /** Told when the listening link is back after a cut: what was published meanwhile never reached this node. */
+  onRelink(handler: () => void): void;
   close(): Promise<void>;
 }
+
+/** The deadline of a Redis call on a request path (`Bus.ask`). */
+export const ASK_DEADLINE_MS = 500;
 
 export function defaultNodeId(): string {
   return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -78,6 +93,16 @@ export class LocalBus implements Bus {
     this.#handlers.add(kind, handler);
   }
 
+  ask<T>(): Promise<T> {
+    return Promise.reject(new ApiError('fleet_unavailable'));
+  }
+
+  connected(): boolean {
+    return true;
+  }
+
+  onRelink(): void {}
+
   async close(): Promise<void> {}
 }
 
@@ -88,17 +113,22 @@ export const BOOT_WAIT_MS = 10_000;
  * Redis pub/sub on one channel: one connection publishes and runs commands
  * (in order, so a key written before a message is there when the message
  * lands), a second one only listens. ioredis reconnects on its own; commands
- * issued meanwhile wait in its queue.
+ * issued meanwhile wait in its queue. A third connection serves request
+ * paths: it queues nothing and gives each command ASK_DEADLINE_MS.
  */
 export class RedisBus implements Bus {
   readonly #handlers: Handlers;
   readonly #channel: string;
   #warned = 0;
+  /** False from the moment the listening link drops until it has subscribed again. */
+  #subscribed = true;
+  readonly #relinked: (() => void)[] = [];
 
   private constructor(
     readonly nodeId: string,
     readonly redis: Redis,
     private readonly sub: Redis,
+    private readonly reads: Redis,
     readonly prefix: string,
     private readonly log: Logger,
   ) {
@@ -115,10 +145,11 @@ export class RedisBus implements Bus {
     const common = { lazyConnect: true, maxRetriesPerRequest: null, connectTimeout: waitMs, connectionName: options.nodeId };
     const redis = new Redis(url, common);
     const sub = new Redis(url, common);
-    const bus = new RedisBus(options.nodeId, redis, sub, options.prefix, options.log);
+    const reads = new Redis(url, { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: ASK_DEADLINE_MS });
+    const bus = new RedisBus(options.nodeId, redis, sub, reads, options.prefix, options.log);
     let last = `no answer within ${waitMs} ms`;
     let booting = true;
-    for (const link of [redis, sub]) {
+    for (const link of [redis, sub, reads]) {
       link.on('error', (err: Error) => {
         if (booting) last = err.message;
         else bus.#warn(err);
@@ -136,7 +167,7 @@ export class RedisBus implements Bus {
     const gaveUp = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), waitMs)));
     const joined = await Promise.race([
       (async () => {
-        await Promise.all([ready(redis), ready(sub)]);
+        await Promise.all([ready(redis), ready(sub), ready(reads)]);
         await sub.subscribe(bus.#channel);
         return true;
       })(),
@@ -147,10 +178,50 @@ export class RedisBus implements Bus {
     if (!joined) {
       redis.disconnect();
       sub.disconnect();
+      reads.disconnect();
       throw new Error(`cannot reach Redis at ${redactUrl(url)} within ${waitMs} ms: ${last} (check REDIS_URL)`);
     }
+    sub.on('close', () => (bus.#subscribed = false));
+    sub.on('ready', () => void bus.#resubscribe());
     options.log.info('fleet_joined', { node: options.nodeId, redis: redactUrl(url), prefix: options.prefix });
     return bus;
+  }
+
+  async ask<T>(read: (redis: Redis) => Promise<T>): Promise<T> {
+    if (this.reads.status !== 'ready') throw new ApiError('fleet_unavailable');
+    try {
+      return await read(this.reads);
+    } catch (err) {
+      this.#warn(err as Error);
+      throw new ApiError('fleet_unavailable');
+    }
+  }
+
+  connected(): boolean {
+    return this.#subscribed && this.redis.status === 'ready';
+  }
+
+  onRelink(handler: () => void): void {
+    this.#relinked.push(handler);
+  }
+
+  /** ioredis subscribes again on its own once the link is ready; a subscribe of ours queued behind it answers once that is done. */
+  async #resubscribe(): Promise<void> {
+    try {
+      await this.sub.subscribe(this.#channel);
+    } catch (err) {
+      this.#warn(err as Error);
+      return;
+    }
+    if (this.#subscribed) return;
+    this.#subscribed = true;
+    for (const handler of this.#relinked) {
+      try {
+        handler();
+      } catch (err) {
+        this.log.error('fleet_handler_failed', { kind: 'relink', error: err });
+      }
+    }
   }
 
   publish(kind: string, body: unknown): void {
@@ -162,7 +233,7 @@ export class RedisBus implements Bus {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.sub.quit(), this.redis.quit()]);
+    await Promise.allSettled([this.sub.quit(), this.redis.quit(), this.reads.quit()]);
   }
 
   #dispatch(text: string): void {

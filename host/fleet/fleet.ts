@@ -9,6 +9,8 @@ import { FleetPresence } from './presence';
 import { FleetDirectory, type DirectorySources } from './directory';
 import type { Gateway } from '../realtime/gateway';
 import { FleetLeaderboards } from './leaderboards';
+import { endedSessions, type HeldSession } from '../../runtime/accounts/tokens';
+import type { Db } from '../../runtime/platform/database';
 import type { Leaderboards } from '../../runtime/leaderboards/leaderboards';
 import type { ProfileCache } from '../../runtime/players/profile-cache';
 
@@ -19,6 +21,27 @@ export interface FleetOptions {
   nodeId?: string;
   /** How long boot waits for Redis; 10 s unless a test says otherwise. */
   waitMs?: number;
+}
+
+/**
+ * While this node is cut off from the bus (decision 0050), no cached token
+ * answer older than this is believed: a revocation made anywhere is refused
+ * here within this bound plus one database read.
+ */
+export const CUT_OFF_TRUST_MS = 1000;
+/** While cut off, how often the sessions behind this node's sockets are read again from the database. */
+export const CUT_OFF_CHECK_MS = 1000;
+/** A link whose heartbeat has not answered for this long counts as cut, however open it looks (a hung Redis). */
+const SILENT_LINK_MS = 1500;
+/** How often the node looks at its link. */
+const WATCH_MS = 250;
+/** Sessions per statement of a check: two bind parameters each, well under PostgreSQL's 65,535. */
+const CHECK_BATCH = 10_000;
+
+/** Where revocations are the truth: the database, and the clock token expiries are compared with. */
+export interface RevocationTruth {
+  db: Db;
+  now(): number;
 }
 
 /** The chat host as the fleet reaches it (host/realtime/chat.ts). */
@@ -40,6 +63,13 @@ export class Fleet {
   #directory: FleetDirectory | null = null;
   #sessions: SessionRegistry | null = null;
   #cache: TokenCache | null = null;
+  #truth: RevocationTruth | null = null;
+  #watch: ReturnType<typeof setInterval> | null = null;
+  #cutOff = false;
+  #lastCheck = 0;
+  #checking = false;
+  /** A check was asked for while one ran: it may have read the database before what it must see. */
+  #checkAgain = false;
 
   constructor(
     readonly bus: Bus,
@@ -78,9 +108,14 @@ export class Fleet {
     return this.bus.redis !== null;
   }
 
-  /** `ctx.auth` over this node's token cache: evictions reach every node's cache. */
-  tokens(cache: TokenCache): TokenResolver {
+  /**
+   * `ctx.auth` over this node's token cache: evictions reach every node's
+   * cache, and while the bus is cut the cache and the sockets answer to the
+   * database instead (decision 0050).
+   */
+  tokens(cache: TokenCache, truth: RevocationTruth): TokenResolver {
     this.#cache = cache;
+    this.#truth = truth;
     const bus = this.bus;
     return {
       resolve: (accessToken: string, beforeLookup?: () => void): Promise<Principal | null> => cache.resolve(accessToken, beforeLookup),
@@ -122,6 +157,66 @@ export class Fleet {
     this.#directory = new FleetDirectory(this.bus, this.presence, live.hosted, this.log);
     this.#directory.attach(live.gateway);
     this.#directory.start();
+    if (this.clustered) {
+      this.bus.onRelink(() => this.#relinked());
+      this.#watch = setInterval(() => this.#look(), WATCH_MS);
+      this.#watch.unref();
+    }
+  }
+
+  /** Whether this node may miss what the bus carries: its link is down, or says nothing. */
+  get cutOff(): boolean {
+    return this.#cutOff;
+  }
+
+  #look(): void {
+    const cut = !this.bus.connected() || !this.presence.heardWithin(SILENT_LINK_MS);
+    if (cut !== this.#cutOff) {
+      this.#cutOff = cut;
+      this.#cache?.trustFor(cut ? CUT_OFF_TRUST_MS : null);
+      if (cut) this.log.warn('fleet_link_cut', { node: this.bus.nodeId, trust_ms: CUT_OFF_TRUST_MS, check_ms: CUT_OFF_CHECK_MS });
+    }
+    if (cut && Date.now() - this.#lastCheck >= CUT_OFF_CHECK_MS) void this.#check();
+  }
+
+  /** Back on the bus: what it carried meanwhile was lost here, so nothing cached before now is believed, and every socket is checked once. */
+  #relinked(): void {
+    this.#cache?.evictAll();
+    this.log.info('fleet_relinked', { node: this.bus.nodeId });
+    void this.#check();
+  }
+
+  /** Closes the sockets whose session was ended since they connected, read from the database in one statement per pass. */
+  async #check(): Promise<void> {
+    const sessions = this.#sessions;
+    const truth = this.#truth;
+    if (!sessions || !truth) return;
+    if (this.#checking) {
+      this.#checkAgain = true;
+      return;
+    }
+    this.#checking = true;
+    this.#lastCheck = Date.now();
+    try {
+      const held: HeldSession[] = [];
+      for (const s of sessions.sessions()) {
+        if (s.playerId !== null && s.tokenId !== null) held.push({ playerId: s.playerId, tokenId: s.tokenId, expiresAt: s.tokenExpiresAt });
+      }
+      const ended: string[] = [];
+      for (let i = 0; i < held.length; i += CHECK_BATCH) ended.push(...(await endedSessions(truth.db, held.slice(i, i + CHECK_BATCH), truth.now())));
+      if (ended.length > 0) {
+        sessions.disconnectTokens(ended);
+        this.log.warn('fleet_sessions_ended_unheard', { sessions: ended.length });
+      }
+    } catch (err) {
+      this.log.warn('fleet_session_check_failed', { error: (err as Error).message });
+    } finally {
+      this.#checking = false;
+      if (this.#checkAgain) {
+        this.#checkAgain = false;
+        void this.#check();
+      }
+    }
   }
 
   /** Keeps this node's boards the same as every other node's (host/fleet/leaderboards.ts). */
@@ -172,6 +267,8 @@ export class Fleet {
   }
 
   async close(): Promise<void> {
+    if (this.#watch) clearInterval(this.#watch);
+    this.#watch = null;
     await this.#directory?.close();
     await this.presence.close();
     await this.bus.close();

@@ -68,6 +68,7 @@ export class FleetPresence {
 
   start(): void {
     if (!this.bus.redis || this.#timer) return;
+    this.#lastBeat = Date.now();
     void this.#heartbeat();
     this.#timer = setInterval(() => void this.#heartbeat(), HEARTBEAT_MS);
     this.#timer.unref();
@@ -101,6 +102,11 @@ export class FleetPresence {
     return this.#players.has(playerId);
   }
 
+  /** Whether a heartbeat reached Redis within the last `ms`: a link that looks open but answers nothing (a hung Redis) is cut too. */
+  heardWithin(ms: number): boolean {
+    return Date.now() - this.#lastBeat <= ms;
+  }
+
   /** Distinct players online anywhere; throws when this node has lost touch with the fleet for longer than a node lives. */
   count(): number {
     if (this.bus.redis && Date.now() - this.#lastBeat > NODE_TTL_MS) throw new Error('presence unavailable: no heartbeat reached Redis lately');
@@ -122,8 +128,13 @@ export class FleetPresence {
       .catch(() => {});
   }
 
+  /** Where a node's heartbeat key lives: this, then the node's id (the directory checks one in a script). */
+  get beatPrefix(): string {
+    return `${this.bus.prefix}node:`;
+  }
+
   #nodeKey(node: string): string {
-    return `${this.bus.prefix}node:${node}`;
+    return `${this.beatPrefix}${node}`;
   }
 
   #hashKey(node: string): string {

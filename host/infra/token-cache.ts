@@ -27,6 +27,8 @@ export function tokenHash(token: string): string {
 interface Entry {
   principal: Principal | null;
   until: number;
+  /** When the database said so. */
+  read: number;
 }
 
 /**
@@ -50,6 +52,8 @@ export class TokenCache implements TokenResolver {
   readonly #byPlayer = new Map<string, Set<string>>();
   #epoch = 0;
   readonly #negativeTtlMs: number;
+  /** Set while the node cannot hear revocations (a fleet node cut off from its bus): no answer older than this is believed. */
+  #maxAgeMs: number | null = null;
 
   constructor(private readonly options: TokenCacheOptions) {
     this.#negativeTtlMs = Math.min(options.negativeTtlMs ?? 5000, options.ttlMs);
@@ -65,7 +69,7 @@ export class TokenCache implements TokenResolver {
     const now = this.options.now();
     const hit = this.#entries.get(key);
     if (hit) {
-      if (hit.until > now) return hit.principal;
+      if (hit.until > now && (this.#maxAgeMs === null || now - hit.read < this.#maxAgeMs)) return hit.principal;
       this.#drop(key);
     }
     beforeLookup?.();
@@ -73,7 +77,7 @@ export class TokenCache implements TokenResolver {
     const found = await this.options.lookup(key, now);
     if (epoch === this.#epoch) {
       const until = found ? Math.min(now + this.options.ttlMs, found.expiresAt) : now + this.#negativeTtlMs;
-      if (until > now) this.#store(key, { principal: found?.principal ?? null, until });
+      if (until > now) this.#store(key, { principal: found?.principal ?? null, until, read: now });
     }
     return found?.principal ?? null;
   }
@@ -96,6 +100,22 @@ export class TokenCache implements TokenResolver {
     if (!keys) return;
     for (const key of [...keys]) this.#entries.delete(key);
     this.#byPlayer.delete(playerId);
+  }
+
+  /** Every entry goes: what was cached may have been revoked where this node could not hear it. */
+  evictAll(): void {
+    this.#epoch++;
+    this.#entries.clear();
+    this.#byPlayer.clear();
+  }
+
+  /**
+   * Believes no cached answer older than `maxAgeMs` (null: the TTLs alone
+   * again). The bound is checked on each hit, so it applies at once to
+   * everything already cached.
+   */
+  trustFor(maxAgeMs: number | null): void {
+    this.#maxAgeMs = maxAgeMs;
   }
 
   get size(): number {

@@ -271,7 +271,7 @@ export class Gateway {
       clearTimeout(session.idleAuthTimer);
       session.idleAuthTimer = null;
     }
-    this.sessions.bind(session, principal.playerId, principal.tokenId);
+    this.sessions.bind(session, principal.playerId, principal.tokenId, principal.expiresAt ?? null);
     this.ctx.log.debug('ws_session_connected', { player_id: principal.playerId, session: session.id });
     return { type: 'session.connected', payload: { player_id: principal.playerId, wire: 'json' } };
   }

@@ -11,6 +11,8 @@ export class Session {
   /** The authenticated player, or null before a successful `session.connect`. */
   playerId: string | null = null;
   tokenId: string | null = null;
+  /** When that token expires, if the resolver said: past it, the socket lives on, and a swept token row is no revocation. */
+  tokenExpiresAt: number | null = null;
   /** Message-rate window: fixed 1000 ms, opened by the socket. */
   windowStart: number;
   windowCount = 0;
@@ -72,7 +74,8 @@ export class SessionRegistry {
   }
 
   /** Binds an authenticated socket to its player (re-auth moves it). */
-  bind(session: Session, playerId: string, tokenId: string): void {
+  bind(session: Session, playerId: string, tokenId: string, expiresAt: number | null = null): void {
+    session.tokenExpiresAt = expiresAt;
     if (session.playerId === playerId) {
       session.tokenId = tokenId;
       return;

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Ctx, Principal, TokenResolver } from '../contracts/context';
 import { bytesToBase64Url, randomBytes, sha256Hex } from '../platform/crypto';
 import type { Db } from '../platform/database';
@@ -93,8 +93,45 @@ export async function findAccessTokens(db: Db, tokenHashes: readonly string[], n
     .where('t.expires_at', '>', new Date(now))
     .where('p.banned_at', 'is', null)
     .execute();
-  for (const row of rows) found.set(row.token, { principal: { playerId: row.user_id, tokenId: row.id }, expiresAt: new Date(row.expires_at).getTime() });
+  for (const row of rows) {
+    const expiresAt = new Date(row.expires_at).getTime();
+    found.set(row.token, { principal: { playerId: row.user_id, tokenId: row.id, expiresAt }, expiresAt });
+  }
   return found;
+}
+
+/** A live socket's session as the outage check reads it: its player, its access token and that token's expiry. */
+export interface HeldSession {
+  playerId: string;
+  tokenId: string;
+  /** Null when the resolver did not say. */
+  expiresAt: number | null;
+}
+
+/**
+ * The token ids of `sessions` that were ended since they connected: the
+ * token was revoked (its row is gone), or the player was banned or erased.
+ * One statement for all of them. A token past its own expiry may have been
+ * swept, and a socket outlives its token, so for those only the player counts.
+ */
+export async function endedSessions(db: Db, sessions: readonly HeldSession[], now: number): Promise<Set<string>> {
+  const ended = new Set<string>();
+  if (sessions.length === 0) return ended;
+  const players = [...new Set(sessions.map((s) => s.playerId))];
+  const tokens = sessions.map((s) => s.tokenId);
+  const rows = await db
+    .selectFrom('players')
+    .select(['id', sql<string>`'p'`.as('kind')])
+    .where('id', 'in', players)
+    .where('banned_at', 'is', null)
+    .unionAll(db.selectFrom('player_tokens').select(['id', sql<string>`'t'`.as('kind')]).where('id', 'in', tokens))
+    .execute();
+  const live = new Set(rows.map((r) => `${r.kind}:${r.id}`));
+  for (const s of sessions) {
+    const tokenKept = live.has(`t:${s.tokenId}`) || (s.expiresAt !== null && s.expiresAt <= now);
+    if (!live.has(`p:${s.playerId}`) || !tokenKept) ended.add(s.tokenId);
+  }
+  return ended;
 }
 
 /**

@@ -113,6 +113,8 @@ export interface Principal {
   playerId: string;
   /** Row id of the access token, so logout can revoke exactly it. */
   tokenId: string;
+  /** When the access token expires (epoch ms), where the resolver read it: a socket outlives its token, and a fleet's outage check must tell an expired token from a revoked one. */
+  expiresAt?: number;
 }
 
 export interface TokenResolver {
