@@ -9,6 +9,15 @@ const SYNC_MS = 250;
 /** Every this many passes it writes all of them again: Redis keeps nothing on disk, and a restarted one comes back empty. */
 const REWRITE_EVERY = 40;
 
+/** The node of a directory entry when that node's heartbeat key lives; an entry of a dead node is dropped as it is read. */
+const WHERE = `
+local node = redis.call('HGET', KEYS[1], ARGV[1])
+if not node then return false end
+if redis.call('EXISTS', ARGV[2] .. node) == 1 then return node end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return false
+`;
+
 /** The live matches and worlds of this node (host/realtime/match/match-host.ts, world/world-host.ts). */
 export interface DirectorySources {
   matches(): Iterable<string>;
@@ -72,18 +81,16 @@ export class FleetDirectory {
     }
   }
 
-  /** The live node (not this one) that runs the match or world, or null. */
+  /**
+   * The live node (not this one) that runs the match or world, or null: one
+   * script (the entry, and whether its node's heartbeat key is still there),
+   * so one command within the bus's request deadline, `fleet_unavailable` past it.
+   */
   async where(kind: 'match' | 'world', id: string): Promise<string | null> {
-    const redis = this.bus.redis;
-    if (!redis) return null;
+    if (!this.bus.redis) return null;
     const field = `${kind}:${kind === 'world' ? id.toLowerCase() : id}`;
-    const node = await redis.hget(this.#key, field);
-    if (node === null || node === this.bus.nodeId) return null;
-    if (!(await this.presence.aliveNodes()).has(node)) {
-      await redis.hdel(this.#key, field);
-      return null;
-    }
-    return node;
+    const node = await this.bus.ask((reads) => reads.eval(WHERE, 1, this.#key, field, this.presence.beatPrefix) as Promise<string | null>);
+    return node === null || node === this.bus.nodeId ? null : node;
   }
 
   /** `match.join` and `world.join`: a miss here that another node serves names that node. */
@@ -96,7 +103,7 @@ export class FleetDirectory {
         } catch (err) {
           const id = idOf(payload);
           if (!(err instanceof FrameError) || err.reason !== reason || typeof id !== 'string') throw err;
-          const node = await this.where(kind, id).catch(() => null);
+          const node = await this.where(kind, id);
           if (!node) throw err;
           throw new FrameError(reason, { message: `The ${kind} runs on another node; reconnect there (details.node).`, details: { node } });
         }

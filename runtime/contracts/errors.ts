@@ -23,6 +23,7 @@ export const ERROR_STATUS = {
   client_gate_denied: 403,
   not_ready: 503,
   datagram_unavailable: 503,
+  fleet_unavailable: 503,
 
   // auth
   'auth.invalid_credentials': 401,
@@ -222,6 +223,7 @@ function defaultMessage(code: ErrorCode): string {
     invalid_json: 'The body is not valid JSON.',
     invalid_payload: 'The body must be a JSON object.',
     not_ready: 'The service is starting; try again shortly.',
+    fleet_unavailable: 'The fleet did not answer in time; try again shortly.',
   };
   return text[code] ?? code.replace(/[._]/g, ' ');
 }

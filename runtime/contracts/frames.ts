@@ -62,6 +62,7 @@ const REASON_CODES: Readonly<Record<string, ErrorCode>> = {
   blocked: 'dm.blocked',
   content_empty: 'dm.content_empty',
   content_too_large: 'dm.content_too_large',
+  fleet_unavailable: 'fleet_unavailable',
 };
 
 /** The reason a domain `ApiError` travels under on the socket (inverse of the table). */
