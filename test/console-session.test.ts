@@ -89,6 +89,30 @@ describe('console on', () => {
     for (const c of signed.setCookies) expect(c.split(';').map((a) => a.trim())).toContain('Secure');
   });
 
+  it("refuses another site's page signing in (login CSRF): a body that is not JSON, a foreign Origin, a cross-site Sec-Fetch-Site", async () => {
+    const host = `127.0.0.1:${s.port}`;
+    const refused: Record<string, string>[] = [
+      // A cross-site form or no-cors fetch: text/plain needs no preflight.
+      { 'content-type': 'text/plain', origin: 'http://evil.example' },
+      { 'content-type': 'text/plain' },
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      { origin: 'http://evil.example' },
+      { origin: `https://${host}` },
+      { 'sec-fetch-site': 'cross-site', origin: `http://${host}` },
+      { 'sec-fetch-site': 'same-site' },
+    ];
+    for (const headers of refused) {
+      const res = await s.call('POST', '/console/session', { body: { secret: OPS_SECRET }, headers });
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(res.body.error.code).toBe('forbidden');
+      expect(res.headers.getSetCookie()).toEqual([]);
+    }
+    // The console's own page, a browser navigating by hand, and tools that are not browsers.
+    for (const headers of [{ origin: `http://${host}` }, { 'sec-fetch-site': 'same-origin', origin: 'http://proxy-rewrote-the-host' }, { 'sec-fetch-site': 'none' }, { 'content-type': 'application/json; charset=utf-8' }]) {
+      await signIn(s, { secret: OPS_SECRET }, headers);
+    }
+  });
+
   it('refuses a wrong secret, a minted-token-shaped guess and a bad body', async () => {
     for (const secret of ['nope', OPS_SECRET + 'x', 'a.b.c']) {
       const res = await s.call('POST', '/console/session', { body: { secret } });

@@ -39,8 +39,10 @@ export const consoleRoutes: Route[] = [
     body: ConsoleSignIn,
     response: ConsoleSessionOpened,
     errors: ['forbidden', 'not_found'],
-    handle: async ({ ctx, body, call }) => {
-      const opened = await openConsoleSession(ctx, body, call.secure);
+    handle: async ({ ctx, body, request, call }) => {
+      const h = request.headers;
+      const from = { contentType: h.get('content-type'), origin: h.get('origin'), fetchSite: h.get('sec-fetch-site'), host: h.get('host') };
+      const opened = await openConsoleSession(ctx, body, from, call.secure);
       return new Answer(opened.body, 200, { 'set-cookie': opened.cookies });
     },
   }),

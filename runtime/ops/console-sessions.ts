@@ -119,12 +119,42 @@ function setCookies(session: { cookie: string; csrf: string } | null, secure: bo
   return [`${SESSION_COOKIE}=${session.cookie}${age}; HttpOnly${tail}`, `${CSRF_COOKIE}=${session.csrf}${age}${tail}`];
 }
 
+/** The headers that say where a sign-in comes from. */
+export interface SignInOrigin {
+  contentType: string | null;
+  origin: string | null;
+  fetchSite: string | null;
+  host: string | null;
+}
+
+/**
+ * Why a sign-in looks like another site's page posting to us, or null. A
+ * cross-site form or `fetch` in no-cors mode can send `text/plain` without a
+ * preflight and would plant a session cookie of the attacker's choosing (login
+ * CSRF); JSON needs a preflight, which only configured origins pass. Browsers
+ * say where a request comes from in `Sec-Fetch-Site`, which a page cannot set;
+ * without it, `Origin` must name this host. Tools that send neither (curl, the
+ * ops CLI) are not browsers and pass.
+ */
+function crossSiteRefusal(from: SignInOrigin, secure: boolean): 'not_json' | 'cross_site' | null {
+  const mediaType = from.contentType?.split(';')[0]!.trim().toLowerCase();
+  if (mediaType !== 'application/json') return 'not_json';
+  if (from.fetchSite !== null) return from.fetchSite === 'same-origin' || from.fetchSite === 'none' ? null : 'cross_site';
+  if (from.origin === null) return null;
+  return from.host !== null && from.origin === `${secure ? 'https' : 'http'}://${from.host}` ? null : 'cross_site';
+}
+
 /**
  * Opens a session for whoever presents the operator secret itself (a minted
  * token will not do: a session would outlive its short expiry).
  */
-export async function openConsoleSession(ctx: Ctx, input: z.output<typeof ConsoleSignIn>, secure: boolean) {
+export async function openConsoleSession(ctx: Ctx, input: z.output<typeof ConsoleSignIn>, from: SignInOrigin, secure: boolean) {
   const sessions = sessionsOf(ctx, 'POST', '/console/session');
+  const refusal = crossSiteRefusal(from, secure);
+  if (refusal) {
+    ctx.log.info('console_sign_in_refused', { reason: refusal });
+    throw new ApiError('forbidden', 'The console signs in from its own pages only: a JSON body, from this origin.');
+  }
   const now = ctx.clock.now();
   const operator = await authenticateOperator(ctx.settings.ops_secret, input.secret, null, now);
   if (!operator || operator.source !== 'ops_secret') {
