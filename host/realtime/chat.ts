@@ -1,26 +1,23 @@
 import {
   CHANNEL_BUFFER,
   CHANNELS_PER_CONNECTION,
-  chatPush,
   insertChatMessages,
   mayUseChannel,
   parseChannel,
-  stampChatMessage,
   type Channel,
   type ChatPush,
   type StampedChatMessage,
   type LiveChat,
-  type NewChatMessage,
   type WorldRoster,
 } from '../../runtime/social/chat';
 import type { Ctx } from '../../runtime/contracts/context';
 import { databaseFault } from '../../runtime/platform/database';
 import { sendDirectMessage } from '../../runtime/social/dm';
+import { postMessage, requireUnblocked } from '../../runtime/social/messages';
 import { FrameError } from '../../runtime/contracts/frames';
 import { chatJoin, chatLeave, chatSend, type ChatSend } from '../../runtime/schemas/chat';
 import { dmSend, type DmSend } from '../../runtime/schemas/dm';
 import type { Session, SessionRegistry } from './sessions';
-import { afterCommit } from '../../runtime/platform/effects';
 import type { Gateway, Reply } from './gateway';
 
 /** A message waiting for the group commit, and how to settle its sender's frame. */
@@ -40,7 +37,9 @@ interface RunningChannel {
 
 /**
  * Chat on the socket: `chat.join`, `chat.leave`,
- * `chat.send`, `dm.send`. A message is persisted by a group commit (sends
+ * `chat.send`, `dm.send`. Every message, a script's and a direct one
+ * included, is written by `postMessage` (runtime/social/messages.ts), which
+ * checks blocks and hands it to `persist` here. A message is persisted by a group commit (sends
  * arriving while an insert runs go into the next one, so a busy channel costs
  * one statement per batch, not per message) and fans out once stored: a
  * message the database refused reaches nobody. The sender's frame settles
@@ -190,6 +189,7 @@ export class ChatHost implements LiveChat {
     if (!(await mayUseChannel(this.ctx, playerId, channel))) {
       throw new FrameError('not_authorized', { message: 'You may not join that channel.', details: { channel_id: channel.id } });
     }
+    await requireUnblocked(this.ctx.db, channel);
     let joined = this.#joined.get(session);
     if (joined && joined.size >= CHANNELS_PER_CONNECTION) {
       throw new FrameError('too_many_channels', { message: `A connection joins at most ${CHANNELS_PER_CONNECTION} channels.`, details: { limit: CHANNELS_PER_CONNECTION } });
@@ -246,22 +246,11 @@ export class ChatHost implements LiveChat {
     if (!channel || !(await mayUseChannel(this.ctx, playerId, channel))) {
       throw new FrameError('not_authorized', { message: 'You may not send to that channel.', details: { channel_id } });
     }
-    await this.post({ channel, senderId: playerId, content });
+    await postMessage(this.ctx, { channel, senderId: playerId, content });
     return null;
   }
 
-  /**
-   * An admitted message, a player's or a script's (`game.chat.send`): stored
-   * by the group commit, then fanned out. Settles once stored; a message the
-   * database refused rejects and reaches nobody.
-   */
-  async post(message: NewChatMessage): Promise<void> {
-    const stamped = stampChatMessage(this.ctx, message);
-    await this.#persist(stamped);
-    await afterCommit(this.ctx, { kind: 'message_stored', push: chatPush(stamped), recipientId: null });
-  }
-
-  #persist(message: StampedChatMessage): Promise<void> {
+  persist(message: StampedChatMessage): Promise<void> {
     return new Promise((resolve, reject) => {
       this.#pending.push({ message, done: (err) => (err === undefined ? resolve() : reject(err)) });
       if (!this.#writing) void this.#flush();

@@ -46,10 +46,7 @@ export function offlineLive(): LiveState {
       evict: () => {},
       recent: () => null,
       running: () => [],
-      // Only script bindings post through `ctx.live.chat`, and this node runs no scripts.
-      post: async () => {
-        throw new ApiError('internal', 'This node runs no chat host; the message was not stored.');
-      },
+      // No `persist`: without a group commit each message (a direct one over REST) is stored on its own.
     },
     presence: { get: () => null, onlineCount: () => 0 },
   };

@@ -1,20 +1,23 @@
 import type { Ctx } from '../contracts/context';
+import { ApiError } from '../contracts/errors';
 import { byteLength } from '../contracts/frames';
 import type { JsonValue, ScriptBinding } from '../lua/api';
 import { isForeignKeyViolation } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import { isStorableText } from '../platform/text';
 import { CONTENT_MAX_BYTES, parseChannel } from './chat';
+import { postMessage } from './messages';
 
 /**
  * `game.chat.send(channel_id, sender_id, content)` for every script VM
  * (lua-scripting 7.4): the message goes the way a client's `chat.send`
- * goes once accepted, through the chat host's `post` (the node's group
- * commit, then the channel's members on every node through the
- * `message_stored` effect), so history and live delivery cannot tell a
- * script's message from a player's. As the reference says, the sender need
+ * goes once accepted, through `postMessage` (the node's group commit, then
+ * the channel's members on every node through the `message_stored` effect),
+ * so history and live delivery cannot tell a script's message from a
+ * player's, and a block stops a script relaying one player's words onto a
+ * blocked pair's `dm:` channel as it stops the player. As the reference says, the sender need
  * not be a member and the call is a hand-off: it answers `true` at once and
- * storing follows. Scripts are held to `script_chat` sends per channel (a
+ * storing follows (or is refused, and logged). Scripts are held to `script_chat` sends per channel (a
  * loop in `tick` must not flood a room or the database); a send over it
  * answers `false` and is dropped. Wrong arguments answer `{error = "<usage>"}`.
  */
@@ -54,16 +57,17 @@ export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
       return false;
     }
     pending++;
-    // The group commit takes messages in call order, so a channel's are stored (and delivered) in the order the scripts sent them.
-    void ctx.live.chat
-      .post({ channel, senderId, content })
+    // The group commit takes messages in call order, so a channel's are stored (and delivered) in the order the scripts sent them
+    // (on a `dm:` channel each first waits for its block read, which a pooled database may answer out of order).
+    void postMessage(ctx, { channel, senderId, content })
       .catch((err: unknown) => {
         if (isForeignKeyViolation(err)) {
           refused.delete(senderId);
           if (refused.size >= REFUSED_SENDERS_MAX) refused.delete(refused.keys().next().value!);
           refused.set(senderId, ctx.clock.now() + REFUSED_SENDER_MS);
         }
-        ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: 'not_stored', error: err instanceof Error ? err.message : String(err) });
+        const why = err instanceof ApiError && err.code === 'dm.blocked' ? { reason: 'blocked' } : { reason: 'not_stored', error: err instanceof Error ? err.message : String(err) };
+        ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, ...why });
       })
       .finally(() => {
         pending--;

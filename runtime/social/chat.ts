@@ -75,8 +75,13 @@ export interface LiveChat {
   recent(channelId: string): readonly ChatPush[] | null;
   /** Up to `max` running channels, oldest first, each with its distinct players joined (the ops channel list). */
   running(max: number): { channel_id: string; members: number }[];
-  /** Stores an admitted channel message as a player's `chat.send` is stored, then fans it out; rejects when it was not stored. */
-  post(message: NewChatMessage): Promise<void>;
+  /**
+   * The node's group commit: stores a stamped message along with the others
+   * arriving at the same time; rejects when it was not stored. Called only by
+   * `postMessage` (messages.ts). A node without one (REST only) stores each
+   * message with a statement of its own.
+   */
+  persist?(message: StampedChatMessage): Promise<void>;
 }
 
 const UUID_LOWER = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -171,13 +176,6 @@ export async function insertChatMessages(db: Db, messages: readonly StampedChatM
 
 export function chatPush(m: StampedChatMessage): ChatPush {
   return { channel_id: m.channel.id, sender_id: m.senderId, content: m.content, sent_at: m.sentAt };
-}
-
-/** Persists one message; returns it as the socket pushes it. */
-export async function storeChatMessage(db: Db, ctx: Pick<Ctx, 'ids' | 'clock'>, m: NewChatMessage): Promise<ChatPush & { id: string }> {
-  const stamped = stampChatMessage(ctx, m);
-  await insertChatMessages(db, [stamped]);
-  return { id: stamped.id, ...chatPush(stamped) };
 }
 
 /** The newest `limit` messages of a channel (before the cursor), returned oldest first. */

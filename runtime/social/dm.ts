@@ -1,8 +1,7 @@
 import type { Ctx } from '../contracts/context';
-import { afterCommit } from '../platform/effects';
 import { ApiError } from '../contracts/errors';
-import { channelHistory, dmChannelId, parseChannel, storeChatMessage } from './chat';
-import { eitherBlocked } from './friends';
+import { channelHistory, dmChannelId, parseChannel } from './chat';
+import { postMessage } from './messages';
 import type { Page } from '../platform/pages';
 import type { DmSend } from '../schemas/dm';
 
@@ -10,8 +9,9 @@ import type { DmSend } from '../schemas/dm';
  * Direct messages. A DM is a
  * chat message on `dm:<a>:<b>`, persisted in `chat_messages` with its
  * recipient, pushed to the recipient as `dm.message` on every live socket and
- * to anyone joined to the DM channel as `chat.message`. A block held by either
- * player refuses the send (`dm.blocked`).
+ * to anyone joined to the DM channel as `chat.message`. It is written the way
+ * every chat message is (`postMessage`), which refuses it while either player
+ * blocks the other (`dm.blocked`).
  */
 
 export interface DmMessage {
@@ -22,17 +22,13 @@ export interface DmMessage {
   sent_at: number;
 }
 
-/** The schema checked the content and the id's form; then the recipient, then the block. */
+/** The schema checked the content and the id's form; then the recipient, then (in `postMessage`) the block. */
 export async function sendDirectMessage(ctx: Ctx, senderId: string, { recipient_id: recipient, content }: DmSend): Promise<{ success: true; channel_id: string }> {
   if (recipient === senderId) throw new ApiError('invalid_payload', 'You cannot message yourself.', { field: 'recipient_id' });
   const exists = await ctx.db.selectFrom('players').select('id').where('id', '=', recipient).executeTakeFirst();
   if (!exists) throw new ApiError('player.not_found', 'No such player.');
-  if (await eitherBlocked(ctx.db, senderId, recipient)) throw new ApiError('dm.blocked', 'Messages between you and this player are blocked.');
-
   const channel = parseChannel(dmChannelId(senderId, recipient))!;
-  const stored = await storeChatMessage(ctx.db, ctx, { channel, senderId, content, recipientId: recipient });
-  const push = { channel_id: stored.channel_id, sender_id: stored.sender_id, content: stored.content, sent_at: stored.sent_at };
-  await afterCommit(ctx, { kind: 'message_stored', push, recipientId: recipient });
+  await postMessage(ctx, { channel, senderId, content });
   return { success: true, channel_id: channel.id };
 }
 

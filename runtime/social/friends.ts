@@ -3,6 +3,9 @@ import type { Ctx } from '../contracts/context';
 import { isoSeconds, isUniqueViolation, type Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
 import { ApiError } from '../contracts/errors';
+import { afterCommit } from '../platform/effects';
+import { betweenPair } from './blocks';
+import { dmChannelId } from './chat';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
 import { newestFirst } from '../platform/pages';
 import type { Presence } from './presence';
@@ -21,8 +24,10 @@ import type { FriendAnswer, FriendListing, FriendQuery, FriendRequest, Friendshi
  *   once; repeating a request returns the existing row.
  * - accept / reject (`PUT`): only the recipient answers; reject deletes the row.
  * - block (`PUT` `blocked`): on anyone; it replaces the relation between the
- *   pair. A block stops requests and direct messages both ways and hides the
- *   blocker from the blocked player's listing.
+ *   pair. A block stops requests, invitations and direct messages (on any
+ *   path: runtime/social/messages.ts) both ways, takes both players off
+ *   their live `dm:` channel, and hides the blocker from the blocked player's
+ *   listing.
  * - remove (`DELETE`): either side ends a friendship, cancels its own request,
  *   declines an incoming one, or lifts its own block.
  */
@@ -47,16 +52,7 @@ function view(row: Row, status: FriendshipView['status'] = row.status): Friendsh
 }
 
 async function pairRows(db: Db | Transaction<Database>, a: string, b: string): Promise<{ mine?: Row; theirs?: Row }> {
-  const rows = await db
-    .selectFrom('friendships')
-    .selectAll()
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('player_id', '=', a), eb('friend_id', '=', b)]),
-        eb.and([eb('player_id', '=', b), eb('friend_id', '=', a)]),
-      ]),
-    )
-    .execute();
+  const rows = await db.selectFrom('friendships').selectAll().where(betweenPair(a, b)).execute();
   return { mine: rows.find((r) => r.player_id === a), theirs: rows.find((r) => r.player_id === b) };
 }
 
@@ -166,7 +162,7 @@ export async function answerFriend(ctx: Ctx, caller: string, friendId: string | 
 
 async function block(ctx: Ctx, caller: string, other: string | null): Promise<FriendshipView> {
   const now = new Date(ctx.clock.now());
-  return ctx.db.transaction().execute(async (trx) => {
+  const blocked = await ctx.db.transaction().execute(async (trx) => {
     const target = await requireOtherPlayer(trx, caller, other);
     const { mine, theirs } = await pairRows(trx, caller, target);
     // The other side's own block is theirs to lift; anything else between the pair ends here.
@@ -187,6 +183,10 @@ async function block(ctx: Ctx, caller: string, other: string | null): Promise<Fr
       .executeTakeFirstOrThrow();
     return view(row);
   });
+  // Sends there are refused from now on; leaving the sockets joined would let the channel resume by itself once the block is lifted.
+  const channelId = dmChannelId(caller, blocked.friend_id);
+  await afterCommit(ctx, { kind: 'membership_ended', playerId: caller, channelId }, { kind: 'membership_ended', playerId: blocked.friend_id, channelId });
+  return blocked;
 }
 
 /** `DELETE /friends/:friend_id`. */
@@ -254,10 +254,4 @@ export async function acceptedFriendsOf(db: Db, playerIds: readonly string[]): P
     out.get(r.friend_id)?.push(r.player_id);
   }
   return out;
-}
-
-/** True when either player has blocked the other (requests and direct messages stop both ways). */
-export async function eitherBlocked(db: Db | Transaction<Database>, a: string, b: string): Promise<boolean> {
-  const { mine, theirs } = await pairRows(db, a, b);
-  return mine?.status === 'blocked' || theirs?.status === 'blocked';
 }

@@ -5,6 +5,7 @@ import { isoSeconds, isUniqueViolation, jsonb, type Db } from '../platform/datab
 import { registerErasable } from '../platform/erasure';
 import { ApiError, validationFailed } from '../contracts/errors';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
+import { eitherBlocked } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
 import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from '../contracts/schema';
 import { afterCommit } from '../platform/effects';
@@ -332,6 +333,8 @@ export async function invitePlayer(ctx: Ctx, caller: string, groupId: string | n
       const player = invited === null ? undefined : await trx.selectFrom('players').select('id').where('id', '=', invited).executeTakeFirst();
       if (!player) throw new ApiError('player.not_found', 'No such player.');
       const playerId = player.id;
+      // The invitation shows the group's name, which its officers chose: their words, kept from a blocked pair like any message.
+      if (await eitherBlocked(trx, caller, playerId)) throw new ApiError('forbidden', 'Invitations between you and this player are blocked.', { reason: 'blocked' });
       if (await memberRow(trx, id, playerId)) throw new ApiError('social.already_member', 'That player is already a member.');
       const existing = await trx.selectFrom('group_requests').selectAll().where('group_id', '=', id).where('player_id', '=', playerId).executeTakeFirst();
       let row: Selectable<GroupRequestsTable>;

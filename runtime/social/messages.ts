@@ -1,0 +1,46 @@
+import type { Ctx } from '../contracts/context';
+import { ApiError } from '../contracts/errors';
+import { afterCommit } from '../platform/effects';
+import { chatPush, insertChatMessages, stampChatMessage, type Channel, type ChatPush, type NewChatMessage } from './chat';
+import { eitherBlocked } from './blocks';
+import type { Db } from '../platform/database';
+
+/**
+ * The one way a message is written, whoever sends it and however it
+ * arrives: `chat.send`, `dm.send`, `POST /dm` and a script's
+ * `game.chat.send` all end here, so the rule that a block silences a pair
+ * (docs/decisions/0049-one-dm-write-path.md) cannot be missed by a path
+ * added later. A message on a pair's `dm:` channel is a direct message
+ * whichever frame carried it: stored with its recipient and pushed to them as
+ * `dm.message`.
+ */
+
+/** Refuses a pair's `dm:` channel while either of the two has blocked the other; every other channel is nobody's pair. */
+export async function requireUnblocked(db: Db, channel: Channel): Promise<void> {
+  if (channel.kind !== 'dm') return;
+  const [a, b] = channel.players!;
+  if (await eitherBlocked(db, a, b)) throw new ApiError('dm.blocked', 'Messages between you and this player are blocked.', { channel_id: channel.id });
+}
+
+/**
+ * Checks the block, stores the message (through the node's group commit
+ * where it has one), then hands it to the channel's members and, for a
+ * direct message, to its recipient. Settles once stored; a message refused
+ * or not stored reaches nobody.
+ */
+export async function postMessage(ctx: Ctx, message: Omit<NewChatMessage, 'recipientId'>): Promise<ChatPush> {
+  await requireUnblocked(ctx.db, message.channel);
+  const stamped = stampChatMessage(ctx, { ...message, recipientId: recipientOf(message.channel, message.senderId) });
+  if (ctx.live.chat.persist) await ctx.live.chat.persist(stamped);
+  else await insertChatMessages(ctx.db, [stamped]);
+  const push = chatPush(stamped);
+  await afterCommit(ctx, { kind: 'message_stored', push, recipientId: stamped.recipientId ?? null });
+  return push;
+}
+
+/** The other participant when a participant writes on a `dm:` channel (a script may write there as anyone). */
+function recipientOf(channel: Channel, senderId: string): string | undefined {
+  if (channel.kind !== 'dm') return undefined;
+  const [a, b] = channel.players!;
+  return senderId === a ? b : senderId === b ? a : undefined;
+}
