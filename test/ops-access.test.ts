@@ -153,6 +153,10 @@ describe('minted operator tokens', () => {
   it('refuses an expired token, one signed with another secret, a tampered one, and one past the longest lifetime', async () => {
     const expired = await opsToken(['read'], { ttlSeconds: 60, now: Date.now() - 10 * 60_000 });
     expectOpsDenied(await opsGet(open, '/stats', expired));
+    // No grace after its lifetime: expired two seconds ago is expired.
+    expectOpsDenied(await opsGet(open, '/stats', await opsToken(['read'], { ttlSeconds: 60, now: Date.now() - 62_000 })));
+    // Minted on a machine whose clock runs half a minute ahead, it works at once.
+    expect((await opsGet(open, '/stats', await opsToken(['read'], { ttlSeconds: 60, now: Date.now() + 30_000 }))).status).toBe(200);
     expectOpsDenied(await opsGet(open, '/stats', await opsToken(['read'], { secret: `${OPS_SECRET}-other` })));
     const good = await opsToken(['read']);
     const [h, p, sig] = good.split('.') as [string, string, string];

@@ -28,7 +28,12 @@ export interface Operator {
 
 /** Longest lifetime a minted token may claim: a leaked one must die on its own soon. */
 export const TOKEN_TTL_MAX_S = 24 * 3600;
-/** Clock skew forgiven between the minting machine and the node. */
+/**
+ * Clock skew forgiven between the minting machine and the node, for the issue
+ * time only: a token minted on a machine whose clock runs ahead works at once.
+ * Its expiry is read by the node's clock exactly, so `--ttl` is what an
+ * operator gets (give or take the machines' skew), never a minute more.
+ */
 const SKEW_S = 60;
 const ISSUER = 'svc';
 const AUDIENCE = 'svc-ops';
@@ -101,7 +106,6 @@ async function verifyToken(key: Uint8Array, token: string, label: string | null,
       issuer: ISSUER,
       audience: AUDIENCE,
       typ: TOKEN_TYPE,
-      clockTolerance: SKEW_S,
       currentDate: new Date(now),
       requiredClaims: ['exp', 'iat', 'jti'],
     }));
