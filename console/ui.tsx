@@ -162,7 +162,7 @@ export function ListView<P extends ListPath>(props: ListProps<P>) {
       </div>
       <nav class="pager" aria-label="Pages">
         <span class="muted" data-testid="page-summary">
-          {total === 0 ? 'No rows' : `${count(offset + 1)}–${count(Math.min(offset + limit, total))} of ${count(total)}`}
+          {!page ? (loaded.error ? '' : 'Loading…') : total === 0 ? 'No rows' : `${count(offset + 1)}–${count(Math.min(offset + limit, total))} of ${count(total)}`}
         </span>
         <label class="inline">
           Rows

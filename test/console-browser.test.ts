@@ -200,6 +200,26 @@ describe('the operator console in Chromium', () => {
     await other.close();
   });
 
+  it("says a list is loading until its first read answers (not 'No rows'), and asks for no favicon", async () => {
+    const other = await context.newPage();
+    const asked: string[] = [];
+    other.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await other.route(/\/api\/v1\/ops\/players(\?|$)/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await other.goto(`${s.url}/console/players`);
+    await shows(other.getByTestId('page-summary'), exactly('Loading…'));
+    expect(await other.getByTestId('page-summary').textContent()).toBe('Loading…');
+    release();
+    await shows(other.getByTestId('page-summary'), / of /);
+    expect(asked).toContain('/api/v1/ops/players');
+    expect(asked).not.toContain('/favicon.ico');
+    await other.close();
+  });
+
   it('walks every screen against the seeded node', async () => {
     await go('Players', 'Players');
     await page.getByRole('link', { name: star.username }).waitFor();
