@@ -143,4 +143,39 @@ describe('TokenCache', () => {
     await cache.resolve('real');
     expect(lookups).toBe(1002);
   });
+  it('while told to trust answers for a bounded time (a fleet node cut off from its bus), re-reads what is older', async () => {
+    const h = harness();
+    await h.put('a', 'p1');
+    expect(await h.cache.resolve('a')).not.toBeNull();
+    h.cache.trustFor(1000);
+    h.advance(999);
+    expect(await h.cache.resolve('a')).not.toBeNull();
+    expect(h.lookups()).toBe(1);
+    // Revoked where this node could not hear it: the database says so once the answer is older than the bound.
+    await h.remove('a');
+    h.advance(1);
+    expect(await h.cache.resolve('a')).toBeNull();
+    expect(h.lookups()).toBe(2);
+    h.cache.trustFor(null);
+    await h.put('b', 'p2');
+    await h.cache.resolve('b');
+    h.advance(30_000);
+    await h.cache.resolve('b');
+    expect(h.lookups()).toBe(3);
+  });
+
+  it('evictAll drops every entry, and a lookup that raced it is not cached', async () => {
+    const h = harness();
+    await h.put('a', 'p1');
+    await h.put('b', 'p2');
+    await h.cache.resolve('a');
+    const release = h.hold();
+    const racing = h.cache.resolve('b');
+    h.cache.evictAll();
+    release();
+    expect(await racing).not.toBeNull();
+    expect(h.cache.size).toBe(0);
+    await h.cache.resolve('a');
+    expect(h.lookups()).toBe(3);
+  });
 });
