@@ -19,7 +19,6 @@ describe('erasure of social data', () => {
     // Friendships both directions and a block.
     await s.call('POST', '/api/v1/friends', { ...as(victim), body: { friend_id: friend.player_id } });
     await s.call('PUT', `/api/v1/friends/${victim.player_id}`, { ...as(friend), body: { status: 'accepted' } });
-    await s.call('PUT', `/api/v1/friends/${victim.player_id}`, { ...as(other), body: { status: 'blocked' } });
     await s.call('POST', '/api/v1/friends', { ...as(friend), body: { friend_id: other.player_id } });
     // A group the victim created and owns, one it joined, a request and an invitation it sent.
     const mine = (await s.call('POST', '/api/v1/groups', { ...as(victim), body: { name: 'Victim club', open: true } })).body.id;
@@ -28,6 +27,8 @@ describe('erasure of social data', () => {
     await s.call('POST', `/api/v1/groups/${theirs}/join`, as(victim));
     await s.call('POST', `/api/v1/groups/${mine}/invites`, { ...as(victim), body: { player_id: other.player_id } });
     await s.call('POST', `/api/v1/groups/${theirs}/invites`, { ...as(friend), body: { player_id: other.player_id } });
+    // Blocked after the invitation went out: a blocked pair cannot invite each other.
+    await s.call('PUT', `/api/v1/friends/${victim.player_id}`, { ...as(other), body: { status: 'blocked' } });
     // Chat and DMs both ways.
     const sock = await TestSocket.open(s);
     await sock.request('session.connect', { token: victim.access_token });
