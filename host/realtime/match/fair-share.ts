@@ -5,45 +5,74 @@
  * time and pays for the time its ticks hold the lane; a match out of credit
  * has its ticks throttled (not run) until it has earned them back, so what
  * it overspends comes out of its own ticks, not its neighbours'.
+ *
+ * A lane cannot interrupt a tick, so a tick longer than one period costs
+ * every neighbour whole ticks however it is paid for afterwards. Such ticks
+ * draw on a second allowance, the lane's own: together they may take
+ * OVERRUN_SHARE of its time, so a neighbour loses at most that share of its
+ * ticks to them however many matches overrun.
  */
 
-/** The least share a match is given, however many share its lane: 5 % of the lane, far above any honest tick. */
+/** The least share a match is given, however many share its lane: 5 ms of each period, far above any honest tick. */
 const SHARE_FLOOR = 0.05;
+/** The lane's time that ticks longer than one period may take together: half of the 1 % a p99 leaves. */
+const OVERRUN_SHARE = 0.005;
 
-/** One match's account: credit in lane milliseconds, as of `at` (performance.now()). */
+/** Why a tick was not run: its match spent more than its share, or its last tick overran a period and the lane's allowance for those is spent. */
+export type ThrottleReason = 'share' | 'overrun';
+
+/** One match's account: credit in lane milliseconds as of `at` (performance.now()), and whether its last tick overran a period. */
 export interface ShareAccount {
   credit: number;
   at: number;
+  overran: boolean;
 }
 
 export class LaneShares {
-  /** `periodMs`: the tick period. Credit saved up by a match using less than its share is capped at one period, so an occasional slow tick is free. */
-  constructor(private readonly periodMs: number) {}
+  #overrun: number;
+  #overrunAt: number;
+
+  /** `periodMs`: the tick period; credit saved up (a match's, the lane's) is capped at one period, so an occasional slow tick is free. */
+  constructor(
+    private readonly periodMs: number,
+    now: number,
+  ) {
+    this.#overrun = periodMs;
+    this.#overrunAt = now;
+  }
 
   account(now: number): ShareAccount {
-    return { credit: this.periodMs, at: now };
+    return { credit: this.periodMs, at: now, overran: false };
   }
 
   /**
-   * Whether a match may run a tick now. Its share is an equal split of the
-   * lane between the matches and worlds on it, never below SHARE_FLOOR; a
-   * match alone on its lane has no neighbour to protect and always runs.
+   * Null if a match may run a tick now, else why not; `tenants` are the
+   * matches and worlds on the lane. Its share is an equal split of the lane
+   * between them, never below SHARE_FLOOR. A match alone on its lane has no
+   * neighbour to protect: it always runs and owes nothing.
    */
-  admit(account: ShareAccount, now: number, tenants: number): boolean {
-    if (tenants <= 1) return true;
+  admit(account: ShareAccount, now: number, tenants: number): ThrottleReason | null {
+    if (tenants <= 1) {
+      account.credit = this.periodMs;
+      account.at = now;
+      account.overran = false;
+      return null;
+    }
     const share = Math.max(1 / tenants, SHARE_FLOOR);
     account.credit = Math.min(this.periodMs, account.credit + (now - account.at) * share);
     account.at = now;
-    return account.credit >= 0;
+    if (account.credit < 0) return 'share';
+    if (!account.overran) return null;
+    this.#overrun = Math.min(this.periodMs, this.#overrun + (now - this.#overrunAt) * OVERRUN_SHARE);
+    this.#overrunAt = now;
+    return this.#overrun >= 0 ? null : 'overrun';
   }
 
-  /**
-   * Charges a tick that held the lane `ms`. A lane cannot interrupt a tick,
-   * so past one period every neighbour lost whole ticks to it, more the
-   * longer it ran: the charge grows with the square of its length (a 500 ms
-   * tick pays for 2.5 s of the lane).
-   */
-  charge(account: ShareAccount, ms: number): void {
-    account.credit -= ms > this.periodMs ? (ms * ms) / this.periodMs : ms;
+  /** Charges a tick that held the lane `ms` (one `admit` let through with neighbours). */
+  charge(account: ShareAccount, ms: number, tenants: number): void {
+    if (tenants <= 1) return;
+    account.credit -= ms;
+    account.overran = ms > this.periodMs;
+    if (account.overran) this.#overrun -= ms;
   }
 }

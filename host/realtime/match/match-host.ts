@@ -15,6 +15,7 @@ import {
   type MatchListing,
 } from '../../../runtime/schemas/matches';
 import type { LaneEvent } from './protocol';
+import type { ThrottleReason } from './fair-share';
 import { TICK_MS } from './runner';
 import type { ScriptPool } from './pool';
 import { BucketHistogram } from './histogram';
@@ -476,7 +477,7 @@ export class MatchHost implements LiveMatches {
         return this.#skipped(1);
       case 'throttled':
         match.inFlight = false;
-        return this.#throttled(match, e.debtMs);
+        return this.#throttled(match, e.reason);
       case 'finished':
         match.inFlight = false;
         if (match.status !== 'finished') this.#finish(match, e.result);
@@ -597,7 +598,7 @@ export class MatchHost implements LiveMatches {
   }
 
   /** Counted per mode; logged at most once per SKIP_LOG_EVERY_MS per match, naming it, with the count since. */
-  #throttled(match: LiveMatch, debtMs: number): void {
+  #throttled(match: LiveMatch, reason: ThrottleReason): void {
     this.#lateness.throttle();
     this.sessions.metrics.tickThrottled(match.mode.name);
     match.throttled++;
@@ -608,7 +609,7 @@ export class MatchHost implements LiveMatches {
       mode: match.mode.name,
       ticks: match.throttled,
       since_ms: match.throttleLoggedAt ? now - match.throttleLoggedAt : null,
-      debt_ms: debtMs,
+      reason,
     });
     match.throttled = 0;
     match.throttleLoggedAt = now;

@@ -12,6 +12,7 @@ import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settin
 import type { Budgets } from '../../../runtime/lua/api';
 import type { VoteConfig } from '../../../runtime/votes/engine';
 import type { WorldOutput, WorldRecovery } from '../world/world-run';
+import type { ThrottleReason } from './fair-share';
 
 export type Command =
   | { op: 'create'; req: number; matchId: string; mode: ModeInfo }
@@ -55,8 +56,8 @@ export type LaneEvent =
   | { k: 'state'; matchId: string; lateMs: number; shared: string | null; views: [string, string][] }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { k: 'skipped'; matchId: string }
-  /** The match has taken more than its share of the lane: this tick did not run (`debtMs`: what it must earn back first). */
-  | { k: 'throttled'; matchId: string; debtMs: number }
+  /** The match has taken more than its share of the lane (fair-share.ts): this tick did not run. */
+  | { k: 'throttled'; matchId: string; reason: ThrottleReason }
   /** `vote_requested` asked for a vote (the lane asks no more until it hears `vote_resolved`). */
   | { k: 'vote'; matchId: string; config: VoteConfig & { vote_id: string } }
   | { k: 'finished'; matchId: string; result: JsonObject }

@@ -79,7 +79,7 @@ export class ScriptRunner {
   readonly #log: Logger;
   readonly #rpc: ScriptRpc | null;
   readonly #bots: LaneBots;
-  readonly #shares = new LaneShares(TICK_MS);
+  readonly #shares = new LaneShares(TICK_MS, performance.now());
 
   constructor(private readonly options: RunnerOptions) {
     this.#log = eventLogger((e) => this.#events.push(e));
@@ -336,13 +336,13 @@ export class ScriptRunner {
     // A tick a whole period late is dropped, never run back to back with the next one.
     if (!m || lateMs >= TICK_MS) return void this.#events.push({ k: 'skipped', matchId });
     const started = performance.now();
-    if (!this.#shares.admit(m.share, started, this.#matches.size + this.#worlds.size)) {
-      return void this.#events.push({ k: 'throttled', matchId, debtMs: Math.round(-m.share.credit) });
-    }
+    const tenants = this.#matches.size + this.#worlds.size;
+    const throttled = this.#shares.admit(m.share, started, tenants);
+    if (throttled) return void this.#events.push({ k: 'throttled', matchId, reason: throttled });
     try {
       this.#runTick(matchId, m, lateMs);
     } finally {
-      this.#shares.charge(m.share, performance.now() - started);
+      this.#shares.charge(m.share, performance.now() - started, tenants);
     }
   }
 
