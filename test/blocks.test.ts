@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../handlers/routes';
 import { clientFrames } from '../runtime/schemas/wire';
 import { gameDir } from './support/game-dir';
+import { startNodePair } from './support/node-pair';
+import { redisDown } from './support/redis';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, expectErrorFrame, type Frame } from './support/ws-client';
 
@@ -69,6 +71,15 @@ const contents = async (p: Player, channel: string): Promise<string[]> => {
 };
 const textFrom = (from: Player) => (f: Frame) => ['chat.message', 'dm.message'].includes(f.type) && f.payload.sender_id === from.playerId;
 
+/** A group's room, `owner`'s, joined by every one of these players on their sockets. */
+async function sharedRoom(owner: Player, others: Player[], server = s): Promise<string> {
+  const g = await server.call('POST', '/api/v1/groups', { token: owner.token, body: { name: 'Shared', open: true } });
+  for (const p of others) expect((await server.call('POST', `/api/v1/groups/${g.body.id}/join`, { token: p.token })).status).toBe(200);
+  const room = `room:${g.body.id}`;
+  for (const p of [owner, ...others]) expect((await p.socket.request('chat.join', { channel_id: room })).type).toBe('chat.joined');
+  return room;
+}
+
 /** Two connected players, `blocker` having blocked `blocked`; and the same pair seen from the other side. */
 async function blockedPair(): Promise<{ blocker: Player; blocked: Player; both: [Player, Player][] }> {
   const [blocker, blocked] = [await connectPlayer(s), await connectPlayer(s)];
@@ -98,13 +109,12 @@ const refusals: Record<string, () => Promise<void>> = {
     }
   },
   'chat.join': async () => {
-    const { blocker, both } = await blockedPair();
+    const { blocker, blocked, both } = await blockedPair();
     for (const [from, to] of both) {
-      expectErrorFrame(await from.socket.request('chat.join', { channel_id: dmId(from.playerId, to.playerId) }), 'blocked', 'dm.blocked', undefined);
+      expectErrorFrame(await from.socket.request('chat.join', { channel_id: dmId(from.playerId, to.playerId) }), 'blocked', 'dm.blocked');
     }
-    // Other channels are not the pair's: the blocker's own group room still admits it.
-    const g = await s.call('POST', '/api/v1/groups', { token: blocker.token, body: { name: 'Mine', open: true } });
-    expect((await blocker.socket.request('chat.join', { channel_id: `room:${g.body.id}` })).type).toBe('chat.joined');
+    // Other channels are not the pair's: the blocker's own group room still admits both.
+    await sharedRoom(blocker, [blocked]);
   },
   'chat.send': async () => {
     const { blocker, blocked, both } = await blockedPair();
@@ -176,10 +186,31 @@ describe('a block', () => {
     m.socket.send({ type: 'chat.send', payload: { channel_id: channel, content: 'after the block' } });
     await settled(m);
     expect(await a.socket.quiet((f) => f.type === 'chat.message' && f.payload.channel_id === channel, QUIET_MS)).toBe(true);
+    // A socket's frames arrive in order, so a copy for the sender would already be queued ahead of its heartbeat reply.
     expect(await m.socket.quiet((f) => f.type === 'chat.message' && f.payload.channel_id === channel, 0)).toBe(true);
     expect((await a.socket.request('chat.join', { channel_id: channel })).type).toBe('chat.joined');
     m.socket.send({ type: 'chat.send', payload: { channel_id: channel, content: 'joined again' } });
     expect((await a.socket.next((f) => f.type === 'chat.message' && f.payload.channel_id === channel)).payload.content).toBe('joined again');
+  });
+
+  it('hides the pair from each other in a channel they share, live and in history; everyone else sees both', async () => {
+    const [a, m, c] = [await connectPlayer(s), await connectPlayer(s), await connectPlayer(s)];
+    const room = await sharedRoom(a, [m, c]);
+    await block(a, m);
+    const inRoom = (from: Player) => (f: Frame) => f.type === 'chat.message' && f.payload.channel_id === room && f.payload.sender_id === from.playerId;
+    for (const [from, to, line] of [[m, a, 'from m'], [a, m, 'from a']] as const) {
+      // Not refused: the room is not the pair's, and the rest of it still reads the sender.
+      from.socket.send({ type: 'chat.send', payload: { channel_id: room, content: line } });
+      expect((await c.socket.next(inRoom(from))).payload.content).toBe(line);
+      expect(await to.socket.quiet(inRoom(from), QUIET_MS)).toBe(true);
+    }
+    expect(await contents(c, room)).toEqual(['from m', 'from a']);
+    expect(await contents(a, room)).toEqual(['from a']);
+    expect(await contents(m, room)).toEqual(['from m']);
+    await unblock(a, m);
+    m.socket.send({ type: 'chat.send', payload: { channel_id: room, content: 'lifted' } });
+    expect((await a.socket.next(inRoom(m))).payload.content).toBe('lifted');
+    expect(await contents(a, room)).toEqual(['from m', 'from a', 'lifted']);
   });
 
   it('leaves the pair its history, and messages flow again once lifted', async () => {
@@ -193,6 +224,26 @@ describe('a block', () => {
     await settled(m);
     expect((await m.socket.request('dm.send', { recipient_id: a.playerId, content: 'direct' })).type).toBe('dm.sent');
     expect(await contents(a, channel)).toEqual(['before', 'on the channel', 'direct']);
+  });
+});
+
+describe.skipIf((await redisDown()) !== null)('a block on a fleet', () => {
+  let nodes: Awaited<ReturnType<typeof startNodePair>>;
+  beforeAll(async () => {
+    nodes = await startNodePair('blocks');
+  });
+  afterAll(async () => {
+    await nodes?.close();
+  });
+
+  it('hides a line in a shared channel from the blocker on another node, and only from them', async () => {
+    const { a: here, b: there } = nodes;
+    const [a, c, m] = [await connectPlayer(there), await connectPlayer(there), await connectPlayer(here)];
+    const room = await sharedRoom(m, [a, c], here);
+    expect((await here.call('PUT', `/api/v1/friends/${m.playerId}`, { token: a.token, body: { status: 'blocked' } })).status).toBe(200);
+    m.socket.send({ type: 'chat.send', payload: { channel_id: room, content: 'over the bus' } });
+    expect((await c.socket.next('chat.message')).payload).toMatchObject({ content: 'over the bus', sender_id: m.playerId });
+    expect(await a.socket.quiet('chat.message', QUIET_MS)).toBe(true);
   });
 });
 

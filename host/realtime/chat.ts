@@ -5,6 +5,7 @@ import {
   mayUseChannel,
   parseChannel,
   type Channel,
+  type ChatDelivery,
   type ChatPush,
   type StampedChatMessage,
   type LiveChat,
@@ -108,15 +109,16 @@ export class ChatHost implements LiveChat {
   }
 
   /** Set on a fleet (host/fleet/fleet.ts): deliveries go through the bus, so every node hands a channel's messages out in one order. */
-  relay: ((message: ChatPush) => void) | null = null;
+  relay: ((message: ChatDelivery) => void) | null = null;
 
-  deliver(message: ChatPush): void {
+  deliver(message: ChatDelivery): void {
     if (this.relay) return this.relay(message);
     this.deliverHere(message);
   }
 
-  /** Hands a message to this node's members and followers. */
-  deliverHere(message: ChatPush): void {
+  /** Hands a message to this node's members and followers, but the players it is hidden from. */
+  deliverHere({ hidden_from: hiddenFrom, ...message }: ChatDelivery): void {
+    const hidden = new Set(hiddenFrom);
     const channel = this.#running(message.channel_id);
     channel.buffer.push(message);
     if (channel.buffer.length > CHANNEL_BUFFER) channel.buffer.shift();
@@ -126,12 +128,12 @@ export class ChatHost implements LiveChat {
     const sent = this.sessions?.metrics.frameOut('chat.message') ?? { n: 0 };
     const before = sent.n;
     for (const [session, playerId] of channel.members) {
-      if (session.playerId !== playerId) continue;
+      if (session.playerId !== playerId || hidden.has(playerId)) continue;
       session.sendText(text, sent);
       reached.add(playerId);
     }
     // A follower that also joined explicitly is not sent the message twice.
-    for (const playerId of this.#followers.get(message.channel_id) ?? []) if (!reached.has(playerId)) this.sessions?.pushText(playerId, text, sent);
+    for (const playerId of this.#followers.get(message.channel_id) ?? []) if (!reached.has(playerId) && !hidden.has(playerId)) this.sessions?.pushText(playerId, text, sent);
     if (this.sessions) this.sessions.metrics.chatDelivered.n += sent.n - before;
   }
 

@@ -1,4 +1,4 @@
-import type { ChatPush } from '../social/chat';
+import type { ChatDelivery } from '../social/chat';
 import type { Ctx } from '../contracts/context';
 
 /**
@@ -22,8 +22,8 @@ export type Effect =
   | { kind: 'player_tokens_replaced'; playerId: string }
   /** The player left (or was removed from) what a chat room belongs to: their sockets leave the room. */
   | { kind: 'membership_ended'; playerId: string; channelId: string }
-  /** A chat message was stored: it reaches the channel's members, and for a DM the recipient's sockets too. */
-  | { kind: 'message_stored'; push: ChatPush; recipientId: string | null };
+  /** A chat message was stored: it reaches the channel's members (but those it is hidden from), and for a DM the recipient's sockets too. */
+  | { kind: 'message_stored'; push: ChatDelivery; recipientId: string | null };
 
 /** The one subscriber: applies committed effects to the live state of this node. */
 export async function afterCommit(ctx: Pick<Ctx, 'auth' | 'live' | 'profiles' | 'leaderboards'>, ...effects: Effect[]): Promise<void> {

@@ -4,6 +4,7 @@ import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
 import { byteLength, isPlainObject } from '../contracts/frames';
 import { isGroupMember } from './groups';
+import { blockPartnersQuery } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
 import type { ChatMessagesTable } from '../contracts/schema';
 import type { ChatMessageView } from '../schemas/chat';
@@ -58,6 +59,15 @@ export interface ChatPush {
   sent_at: number;
 }
 
+/**
+ * A stored message on its way to a channel's members (over a fleet's bus
+ * too): the push, and the players who must not be shown it, those in a block
+ * with its sender. Never sent to a socket as is.
+ */
+export interface ChatDelivery extends ChatPush {
+  hidden_from?: readonly string[];
+}
+
 /** Who is in which world; the world host implements it. */
 export interface WorldRoster {
   inWorld(playerId: string, worldId: string): boolean;
@@ -67,8 +77,8 @@ export interface WorldRoster {
 export interface LiveChat {
   /** The world host's roster, or null while no world host runs (then world channels refuse everyone). */
   worlds(): WorldRoster | null;
-  /** Fans a stored message out to the connections joined to its channel and keeps it in the channel's buffer. */
-  deliver(message: ChatPush): void;
+  /** Fans a stored message out to the connections joined to its channel (but the players it is hidden from) and keeps it in the channel's buffer. */
+  deliver(message: ChatDelivery): void;
   /** Drops every connection of the player from the channel (left or kicked from the group). */
   evict(playerId: string, channelId: string): void;
   /** The running channel's in-memory buffer, oldest first; null when the channel is not running. */
@@ -178,9 +188,16 @@ export function chatPush(m: StampedChatMessage): ChatPush {
   return { channel_id: m.channel.id, sender_id: m.senderId, content: m.content, sent_at: m.sentAt };
 }
 
-/** The newest `limit` messages of a channel (before the cursor), returned oldest first. */
-export async function channelHistory(db: Db, channelId: string, page: Page): Promise<Selectable<ChatMessagesTable>[]> {
-  const rows = await newestFirst(db.selectFrom('chat_messages').selectAll().where('channel_id', '=', channelId), page).execute();
+/**
+ * The newest `limit` messages of a channel (before the cursor) as `reader`
+ * may see them, returned oldest first. In a channel the reader shares with
+ * others, the lines of players in a block with the reader are left out; a
+ * pair's own `dm:` history stays whole (it is theirs, and evidence).
+ */
+export async function channelHistory(db: Db, channel: Pick<Channel, 'id' | 'kind'>, reader: string, page: Page): Promise<Selectable<ChatMessagesTable>[]> {
+  let query = db.selectFrom('chat_messages').selectAll().where('channel_id', '=', channel.id);
+  if (channel.kind !== 'dm') query = query.where('sender_id', 'not in', blockPartnersQuery(db, reader));
+  const rows = await newestFirst(query, page).execute();
   return rows.reverse();
 }
 

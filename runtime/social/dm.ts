@@ -40,7 +40,7 @@ export async function dmHistory(
   q: Page,
 ): Promise<{ messages: DmMessage[]; channel_id: string }> {
   const channelId = dmChannelId(caller, other);
-  const rows = await channelHistory(ctx.db, channelId, q);
+  const rows = await channelHistory(ctx.db, { id: channelId, kind: 'dm' }, caller, q);
   return {
     channel_id: channelId,
     messages: rows.map((r) => ({ id: r.id, sender_id: r.sender_id, content: r.content, sent_at: new Date(r.sent_at).getTime() })),

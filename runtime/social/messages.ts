@@ -1,8 +1,8 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import { afterCommit } from '../platform/effects';
-import { chatPush, insertChatMessages, stampChatMessage, type Channel, type ChatPush, type NewChatMessage } from './chat';
-import { eitherBlocked } from './blocks';
+import { chatPush, insertChatMessages, stampChatMessage, type Channel, type ChatDelivery, type NewChatMessage } from './chat';
+import { blockPartners, eitherBlocked } from './blocks';
 import type { Db } from '../platform/database';
 
 /**
@@ -25,17 +25,20 @@ export async function requireUnblocked(db: Db, channel: Channel): Promise<void> 
 /**
  * Checks the block, stores the message (through the node's group commit
  * where it has one), then hands it to the channel's members and, for a
- * direct message, to its recipient. Settles once stored; a message refused
- * or not stored reaches nobody.
+ * direct message, to its recipient. In a channel the pair only shares, the
+ * message is not refused but hidden from the players in a block with its
+ * sender. Settles once stored; a message refused or not stored reaches nobody.
  */
-export async function postMessage(ctx: Ctx, message: Omit<NewChatMessage, 'recipientId'>): Promise<ChatPush> {
+export async function postMessage(ctx: Ctx, message: Omit<NewChatMessage, 'recipientId'>): Promise<void> {
   await requireUnblocked(ctx.db, message.channel);
   const stamped = stampChatMessage(ctx, { ...message, recipientId: recipientOf(message.channel, message.senderId) });
-  if (ctx.live.chat.persist) await ctx.live.chat.persist(stamped);
-  else await insertChatMessages(ctx.db, [stamped]);
-  const push = chatPush(stamped);
+  // Both start now, so the group commit still takes messages in call order.
+  const [hidden] = await Promise.all([
+    message.channel.kind === 'dm' ? [] : blockPartners(ctx.db, message.senderId),
+    ctx.live.chat.persist ? ctx.live.chat.persist(stamped) : insertChatMessages(ctx.db, [stamped]),
+  ]);
+  const push: ChatDelivery = hidden.length > 0 ? { ...chatPush(stamped), hidden_from: hidden } : chatPush(stamped);
   await afterCommit(ctx, { kind: 'message_stored', push, recipientId: stamped.recipientId ?? null });
-  return push;
 }
 
 /** The other participant when a participant writes on a `dm:` channel (a script may write there as anyone). */

@@ -19,7 +19,7 @@ export const chatRoutes: Route[] = [
     handle: async ({ ctx, player, params: { channel_id: channel }, query }) => {
       // A malformed id and a channel the caller may not read answer alike.
       if (!channel || !(await mayUseChannel(ctx, player.playerId, channel))) throw new ApiError('forbidden', 'You are not a member of that channel.');
-      const rows = await channelHistory(ctx.db, channel.id, query);
+      const rows = await channelHistory(ctx.db, channel, player.playerId, query);
       return { messages: rows.map(chatMessageView) };
     },
   }),
