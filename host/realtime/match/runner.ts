@@ -339,11 +339,8 @@ export class ScriptRunner {
     const tenants = this.#matches.size + this.#worlds.size;
     const throttled = this.#shares.admit(m.share, started, tenants);
     if (throttled) return void this.#events.push({ k: 'throttled', matchId, reason: throttled });
-    try {
-      this.#runTick(matchId, m, lateMs);
-    } finally {
-      this.#shares.charge(m.share, performance.now() - started, tenants);
-    }
+    this.#runTick(matchId, m, lateMs);
+    this.#shares.charge(m.share, performance.now() - started, tenants);
   }
 
   /** One tick's steps: inputs, `tick`, the phases, the views; then the finish and failure checks. */
