@@ -5,7 +5,7 @@ import { isoSeconds, isUniqueViolation, jsonb, type Db } from '../platform/datab
 import { registerErasable } from '../platform/erasure';
 import { ApiError, validationFailed } from '../contracts/errors';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
-import { eitherBlocked } from './blocks';
+import { blockPartnersQuery, eitherBlocked } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
 import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from '../contracts/schema';
 import { afterCommit } from '../platform/effects';
@@ -219,7 +219,14 @@ export async function requestToJoin(ctx: Ctx, caller: string, id: string): Promi
         .values({ id: ctx.ids.uuid(), group_id: id, player_id: caller, kind: 'request', invited_by: null, inserted_at: now })
         .returningAll()
         .executeTakeFirstOrThrow();
-      const managers = await trx.selectFrom('group_members').select('player_id').where('group_id', '=', id).where('role', 'in', ['owner', 'admin']).execute();
+      // A manager in a block with the requester is not told; the others decide, and the request is listed for all.
+      const managers = await trx
+        .selectFrom('group_members')
+        .select('player_id')
+        .where('group_id', '=', id)
+        .where('role', 'in', ['owner', 'admin'])
+        .where('player_id', 'not in', blockPartnersQuery(trx, caller))
+        .execute();
       for (const m of managers) {
         notes.push(
           await createNotification(trx, ctx, {
