@@ -107,6 +107,20 @@ describe('bounds', () => {
   });
 });
 
+describe('one content rule on every path', () => {
+  it("chat.send on the pair's dm: channel is a direct message and meets the DM rule: empty refused, over 2000 bytes refused, nothing stored or pushed", async () => {
+    const [a, b] = [await connectPlayer(s), await connectPlayer(s)];
+    const channel_id = a.playerId < b.playerId ? `dm:${a.playerId}:${b.playerId}` : `dm:${b.playerId}:${a.playerId}`;
+    expectFrameError(await a.socket.request('chat.send', { channel_id, content: '' }), 'content_empty', 'dm.content_empty');
+    expectFrameError(await a.socket.request('chat.send', { channel_id, content: 'x'.repeat(2001) }), 'invalid_payload', 'invalid_payload');
+    expect(await b.socket.quiet('dm.message', 200)).toBe(true);
+    const history = await s.call('GET', `/api/v1/dm/${b.playerId}/history`, { token: a.token });
+    expect(history.body.messages).toEqual([]);
+    a.socket.close();
+    b.socket.close();
+  });
+});
+
 describe('blocks', () => {
   it('refuses messages both ways once either player blocks the other, and again after unblock they flow', async () => {
     const [a, b] = [await connectPlayer(s), await connectPlayer(s)];

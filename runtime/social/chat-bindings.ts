@@ -1,12 +1,10 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import { byteLength } from '../contracts/frames';
 import type { JsonValue, ScriptBinding } from '../lua/api';
 import { isForeignKeyViolation } from '../platform/database';
 import { isUuid } from '../platform/ids';
-import { isStorableText } from '../platform/text';
-import { CONTENT_MAX_BYTES, parseChannel } from './chat';
-import { postMessage } from './messages';
+import { parseChannel } from './chat';
+import { contentProblem, postMessage } from './messages';
 
 /**
  * `game.chat.send(channel_id, sender_id, content)` for every script VM
@@ -44,9 +42,9 @@ export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
     const channel = parseChannel(channelId);
     if (!channel) return { error: `${USAGE}: channel_id is not a channel id (global:, room:, world:, zone:, prox: or dm:)` };
     if (!isUuid(senderId)) return { error: `${USAGE}: sender_id must be a player id` };
-    if (content.length === 0 || byteLength(content) > CONTENT_MAX_BYTES || !isStorableText(content)) {
-      return { error: `${USAGE}: content must be 1-${CONTENT_MAX_BYTES} bytes of text` };
-    }
+    // A script has nothing to say with an empty line, on any channel; the rest is every message's rule.
+    const problem = content === '' ? 'content must not be empty' : contentProblem(channel, content)?.message;
+    if (problem) return { error: `${USAGE}: ${problem}` };
     const refusedUntil = refused.get(senderId);
     if (refusedUntil !== undefined && refusedUntil > ctx.clock.now()) {
       ctx.log.warn('script_chat_dropped', { channel_id: channelId, match_id: caller.matchId, mode: caller.mode, reason: 'unknown_sender' });

@@ -1,7 +1,9 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import { afterCommit } from '../platform/effects';
-import { chatPush, insertChatMessages, stampChatMessage, type Channel, type ChatDelivery, type NewChatMessage } from './chat';
+import { byteLength } from '../contracts/frames';
+import { isStorableText } from '../platform/text';
+import { chatPush, CONTENT_MAX_BYTES, insertChatMessages, stampChatMessage, type Channel, type ChatDelivery, type NewChatMessage } from './chat';
 import { blockPartners, eitherBlocked } from './blocks';
 import type { Db } from '../platform/database';
 
@@ -23,13 +25,34 @@ export async function requireUnblocked(db: Db, channel: Channel): Promise<void> 
 }
 
 /**
- * Checks the block, stores the message (through the node's group commit
+ * The content rule every message meets, whichever path carries it: text the
+ * database can store, at most CONTENT_MAX_BYTES, and on a pair's `dm:`
+ * channel not empty (on a shared channel an empty line is broadcast). The
+ * transports' schemas refuse the same earlier, each with its own wire error;
+ * this is what no path can skip.
+ */
+export function contentProblem(channel: Channel, content: string): ApiError | null {
+  const dm = channel.kind === 'dm';
+  if (dm && content === '') return new ApiError('dm.content_empty', 'A message needs some content.');
+  if (byteLength(content) > CONTENT_MAX_BYTES) {
+    return dm
+      ? new ApiError('dm.content_too_large', `A message is at most ${CONTENT_MAX_BYTES} bytes.`, { limit: CONTENT_MAX_BYTES })
+      : new ApiError('invalid_payload', `A message is at most ${CONTENT_MAX_BYTES} bytes.`, { field: 'content', limit: CONTENT_MAX_BYTES });
+  }
+  if (!isStorableText(content)) return new ApiError('invalid_payload', 'A message must be text the server can store.', { field: 'content' });
+  return null;
+}
+
+/**
+ * Checks the content and the block, stores the message (through the node's group commit
  * where it has one), then hands it to the channel's members and, for a
  * direct message, to its recipient. In a channel the pair only shares, the
  * message is not refused but hidden from the players in a block with its
  * sender. Settles once stored; a message refused or not stored reaches nobody.
  */
 export async function postMessage(ctx: Ctx, message: Omit<NewChatMessage, 'recipientId'>): Promise<void> {
+  const problem = contentProblem(message.channel, message.content);
+  if (problem) throw problem;
   await requireUnblocked(ctx.db, message.channel);
   const stamped = stampChatMessage(ctx, { ...message, recipientId: recipientOf(message.channel, message.senderId) });
   // Both start now, so the group commit still takes messages in call order.
