@@ -132,8 +132,8 @@ for (const mode of targets) {
         const joined = await s.request('match.find_or_create', { mode: `hostile_${window.kind}` });
         if (joined.type !== 'match.joined') throw new Error(`hostile match: ${JSON.stringify(joined)}`);
       }
-      // Past each hostile match's first ticks, which run before it has spent anything.
-      if (window.count > 0) await new Promise((r) => setTimeout(r, 1000 * window.count));
+      // Past each hostile match's first ticks, which run before it is held to its share (two long ones at a raised deadline).
+      if (window.count > 0) await new Promise((r) => setTimeout(r, 2000 * window.count - 1000));
       await target.request('lateness-reset');
       const before = await load.request('counters');
       const until = Date.now() + seconds * 1000;

@@ -10,22 +10,26 @@
  * every neighbour whole ticks however it is paid for afterwards. Such ticks
  * draw on a second allowance, the lane's own: together they may take
  * OVERRUN_SHARE of its time, so a neighbour loses at most that share of its
- * ticks to them however many matches overrun.
+ * ticks to them however many matches overrun. A match is held to it once it
+ * has overrun twice in a row: one overrun may be a collection or the thread
+ * losing its core in the middle of an honest tick.
  */
 
 /** The least share a match is given, however many share its lane: 5 ms of each period, far above any honest tick. */
 const SHARE_FLOOR = 0.05;
 /** The lane's time that ticks longer than one period may take together: half of the 1 % a p99 leaves. */
 const OVERRUN_SHARE = 0.005;
+/** Ticks in a row longer than a period after which a match is held to the lane's allowance for them. */
+const OVERRUNS_HELD = 2;
 
-/** Why a tick was not run: its match spent more than its share, or its last tick overran a period and the lane's allowance for those is spent. */
+/** Why a tick was not run: its match spent more than its share, or its ticks overrun a period and the lane's allowance for those is spent. */
 export type ThrottleReason = 'share' | 'overrun';
 
-/** One match's account: credit in lane milliseconds as of `at` (performance.now()), and whether its last tick overran a period. */
+/** One match's account: credit in lane milliseconds as of `at` (performance.now()), and how many of its last ticks run overran a period. */
 export interface ShareAccount {
   credit: number;
   at: number;
-  overran: boolean;
+  overruns: number;
 }
 
 export class LaneShares {
@@ -42,7 +46,7 @@ export class LaneShares {
   }
 
   account(now: number): ShareAccount {
-    return { credit: this.periodMs, at: now, overran: false };
+    return { credit: this.periodMs, at: now, overruns: 0 };
   }
 
   /**
@@ -55,24 +59,30 @@ export class LaneShares {
     if (tenants <= 1) {
       account.credit = this.periodMs;
       account.at = now;
-      account.overran = false;
+      account.overruns = 0;
       return null;
     }
     const share = Math.max(1 / tenants, SHARE_FLOOR);
     account.credit = Math.min(this.periodMs, account.credit + (now - account.at) * share);
     account.at = now;
     if (account.credit < 0) return 'share';
-    if (!account.overran) return null;
+    if (account.overruns < OVERRUNS_HELD) return null;
     this.#overrun = Math.min(this.periodMs, this.#overrun + (now - this.#overrunAt) * OVERRUN_SHARE);
     this.#overrunAt = now;
     return this.#overrun >= 0 ? null : 'overrun';
   }
 
-  /** Charges a tick that held the lane `ms` (one `admit` let through with neighbours). */
+  /**
+   * Charges a tick that held the lane `ms` (one `admit` let through with
+   * neighbours). The match pays for at most one period of it: the rest is
+   * the lane allowance's, so one collection pause in an honest tick does not
+   * leave its match seconds in debt.
+   */
   charge(account: ShareAccount, ms: number, tenants: number): void {
     if (tenants <= 1) return;
-    account.credit -= ms;
-    account.overran = ms > this.periodMs;
-    if (account.overran) this.#overrun -= ms;
+    account.credit -= Math.min(ms, this.periodMs);
+    if (ms <= this.periodMs) return void (account.overruns = 0);
+    account.overruns++;
+    this.#overrun -= ms;
   }
 }
