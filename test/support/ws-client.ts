@@ -32,9 +32,12 @@ export class TestSocket {
     });
   }
 
-  /** `path` may carry a query (a fleet test routes `/ws?node=<id>` through its balancer). */
-  static open(server: Pick<TestServer, 'port'>, headers: Record<string, string> = {}, path = '/ws'): Promise<TestSocket> {
-    const ws = new WebSocket(`ws://127.0.0.1:${server.port}${path}`, { headers });
+  /**
+   * `path` may carry a query (a fleet test routes `/ws?node=<id>` through its
+   * balancer); `localAddress` picks the loopback address the client comes from.
+   */
+  static open(server: Pick<TestServer, 'port'>, headers: Record<string, string> = {}, path = '/ws', options: { localAddress?: string } = {}): Promise<TestSocket> {
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}${path}`, { headers, ...options });
     const socket = new TestSocket(ws);
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(socket));
