@@ -122,19 +122,19 @@ function checkHistogram(name: string, family: Family): void {
   }
 }
 
-/** The metric families the README's "Metrics" subsection lists, read from the README itself. */
+/** The metric families the "Metrics" section of docs/operations.md lists, read from that page itself. */
 function documentedMetrics(): Map<string, string> {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  const start = readme.indexOf('### Metrics');
-  expect(start, 'README has a Metrics subsection').toBeGreaterThan(0);
-  const end = readme.indexOf('\n#', start + 5);
-  const section = readme.slice(start, end < 0 ? undefined : end);
+  const page = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+  const start = page.indexOf('\n## Metrics\n');
+  expect(start, 'docs/operations.md has a Metrics section').toBeGreaterThan(0);
+  const end = page.indexOf('\n## ', start + 5);
+  const section = page.slice(start, end < 0 ? undefined : end);
   const listed = new Map<string, string>();
   for (const m of section.matchAll(/^\| `([a-z_:][a-z0-9_:]*)` \| (counter|gauge|histogram) \|/gm)) listed.set(m[1]!, m[2]!);
   return listed;
 }
 
-/** Process metrics from prom-client's collectors (the README names them as a group). */
+/** Process metrics from prom-client's collectors (docs/operations.md names them as a group). */
 const PROCESS_METRICS = ['process_cpu_seconds_total', 'process_start_time_seconds', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_version_info', 'nodejs_active_handles_total'];
 
 const game = gameDir({
@@ -272,7 +272,7 @@ describe('the metrics listener', () => {
     b.socket.close();
   });
 
-  it('exposes every metric the README lists, with its type, and the process metrics', async () => {
+  it('exposes every metric docs/operations.md lists, with its type, and the process metrics', async () => {
     const { families } = await scrape();
     const listed = documentedMetrics();
     expect(listed.size).toBeGreaterThan(15);
@@ -281,7 +281,7 @@ describe('the metrics listener', () => {
       expect(name.startsWith('svc_'), name).toBe(true);
     }
     // Every svc_ family is documented.
-    for (const name of families.keys()) if (name.startsWith('svc_')) expect(listed.has(name), `${name} is in the README`).toBe(true);
+    for (const name of families.keys()) if (name.startsWith('svc_')) expect(listed.has(name), `${name} is in docs/operations.md`).toBe(true);
     for (const name of PROCESS_METRICS) expect(families.has(name), name).toBe(true);
     // The process probe already samples the event loop: prom-client's own lag collector stays off.
     expect(families.has('nodejs_eventloop_lag_seconds')).toBe(false);

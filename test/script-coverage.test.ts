@@ -7,8 +7,8 @@ import { connectPlayer } from './support/ws-client';
 
 /**
  * The binding registry (runtime/lua/coverage.ts) against what real VMs
- * carry and against the README: a binding added without a registry row,
- * a row claiming a binding no VM has, or a README table not regenerated
+ * carry and against docs/scripting.md: a binding added without a registry row,
+ * a row claiming a binding no VM has, or a table there not regenerated
  * (`npm run coverage-table`) fails here.
  */
 
@@ -84,9 +84,9 @@ async function loggedBindings(kind: VmKind): Promise<string[]> {
 }
 
 describe('the coverage registry', () => {
-  it('is what the README shows (run `npm run coverage-table` after changing it)', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    expect(withCoverageTable(readme)).toBe(readme);
+  it('is what docs/scripting.md shows (run `npm run coverage-table` after changing it)', () => {
+    const page = readFileSync(new URL('../docs/scripting.md', import.meta.url), 'utf8');
+    expect(withCoverageTable(page)).toBe(page);
   });
 
   it('names each entry once', () => {

@@ -1,12 +1,15 @@
-// The README's table of error codes, generated from the one error table so it
-// cannot drift: `node --import tsx test/support/error-table.ts --write`
-// rewrites it; test/readme.test.ts fails when it is stale.
+// The table of error codes in docs/rest-api.md ("Errors"), generated from the one
+// error table so it cannot drift: `node --import tsx test/support/error-table.ts --write`
+// rewrites it; test/readme-errors.test.ts fails when it is stale.
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ERROR_STATUS } from '../../runtime/contracts/errors';
 
-export const README = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../README.md');
+/** The page that holds the error table. */
+export const ERRORS_DOC = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../docs/rest-api.md');
+/** The page that holds the settings table (its "Configuration" section). */
+export const SETTINGS_DOC = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../docs/operations.md');
 const START = '<!-- error-codes: generated from runtime/contracts/errors.ts -->';
 const END = '<!-- /error-codes -->';
 
@@ -23,12 +26,12 @@ export function errorCodeTable(): string {
   return [START, '', '| Family | Codes and HTTP statuses |', '|---|---|', ...rows, '', END].join('\n');
 }
 
-/** The README with its table replaced by a fresh one. */
-export function withFreshTable(readme: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md has no ${START} … ${END} block`);
-  return readme.slice(0, start) + errorCodeTable() + readme.slice(end + END.length);
+/** The page with its table replaced by a fresh one. */
+export function withFreshTable(page: string): string {
+  const start = page.indexOf(START);
+  const end = page.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`docs/rest-api.md has no ${START} … ${END} block`);
+  return page.slice(0, start) + errorCodeTable() + page.slice(end + END.length);
 }
 
-if (process.argv.includes('--write')) writeFileSync(README, withFreshTable(readFileSync(README, 'utf8')));
+if (process.argv.includes('--write')) writeFileSync(ERRORS_DOC, withFreshTable(readFileSync(ERRORS_DOC, 'utf8')));
