@@ -3,7 +3,7 @@ import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
 import { addItem } from '../runtime/economy/inventory';
 import { grant } from '../runtime/economy/wallets';
 import { recordFinishedMatch } from '../runtime/matches/matches';
-import { RECENT_MATCHES } from '../runtime/ops/summary';
+import { RECENT_MATCHES } from '../runtime/schemas/ops';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { guestSignIn, newDevice, PEPPER_V1 } from './support/guests';
 import { expectOpsDenied, OPS_SECRET, opsGet, opsToken } from './support/ops';

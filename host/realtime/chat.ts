@@ -3,8 +3,6 @@ import {
   CHANNELS_PER_CONNECTION,
   insertChatMessages,
   mayUseChannel,
-  parseChannel,
-  type Channel,
   type ChatDelivery,
   type ChatPush,
   type StampedChatMessage,
@@ -16,7 +14,7 @@ import { databaseFault } from '../../runtime/platform/database';
 import { sendDirectMessage } from '../../runtime/social/dm';
 import { postMessage, requireUnblocked } from '../../runtime/social/messages';
 import { FrameError } from '../../runtime/contracts/frames';
-import { chatJoin, chatLeave, chatSend, type ChatSend } from '../../runtime/schemas/chat';
+import { chatJoin, chatLeave, chatSend, parseChannel, type Channel, type ChatSend } from '../../runtime/schemas/chat';
 import { dmSend, type DmSend } from '../../runtime/schemas/dm';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';

@@ -1,6 +1,7 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { acceptedFriendIds, acceptedFriendsOf } from '../../runtime/social/friends';
-import { DEFAULT_STATUS, type LivePresence, type Presence } from '../../runtime/social/presence';
+import type { LivePresence, Presence } from '../../runtime/social/presence';
+import { DEFAULT_STATUS } from '../../runtime/schemas/presence';
 import { presenceUpdate, type PresenceUpdate } from '../../runtime/schemas/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';

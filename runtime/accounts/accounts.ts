@@ -15,15 +15,6 @@ registerErasable(
   { table: 'player_stats', column: 'player_id', mode: 'delete' },
 );
 
-export const DISPLAY_NAME_MAX = 64;
-
-/** Characters as a person counts them (code points), not UTF-16 units. */
-export function charLength(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
-}
-
 export interface NewPlayer {
   username: string;
   displayName: string;

@@ -1,4 +1,5 @@
-import { DISPLAY_NAME_MAX, insertPlayer, issueOrFail } from './accounts';
+import { insertPlayer, issueOrFail } from './accounts';
+import { DISPLAY_NAME_MAX } from '../schemas/players';
 import type { Clock, Ctx } from '../contracts/context';
 import { randomBytes } from '../platform/crypto';
 import { isUniqueViolation, jsonb } from '../platform/database';

@@ -32,11 +32,11 @@
 import type { Clock, RateLimiter } from '../contracts/context';
 import type { IdSource } from '../platform/ids';
 import type { Logger } from '../platform/log';
+import type { JsonObject, JsonValue } from '../contracts/json';
 import type { ZoneSpatial } from './spatial';
 
-/** A JSON value as the marshalling layer produces and accepts it. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
+// Bindings and hosts read a script's values under the script surface's names.
+export type { JsonObject, JsonValue } from '../contracts/json';
 
 /**
  * A table a reader wants as named fields: an object as it is, an empty

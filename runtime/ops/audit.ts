@@ -1,8 +1,8 @@
 import type { Ctx } from '../contracts/context';
 import { writeAudit, type AuditRecord } from '../platform/audit';
 import { isoSeconds } from '../platform/database';
-import type { AuditEntry } from '../schemas/ops';
-import { sqlPage, type ListPage, type ListRequest, type ListRules } from './lists';
+import type { AuditEntry, ListRules } from '../schemas/ops';
+import { sqlPage, type ListPage, type ListRequest } from './lists';
 
 /** `GET /ops/audit` (decision 0037): the append-only trail, listed under the shared list rules. */
 

@@ -4,7 +4,7 @@ import { ApiError } from '../contracts/errors';
 import type { Database } from '../contracts/schema';
 import { isoSeconds } from '../platform/database';
 import { ExtensionExportFailed } from '../extensions/installed';
-import type { PlayerExport } from '../schemas/ops';
+import { EXPORT_COLUMNS, type ColumnKind, type PlayerExport } from '../schemas/ops';
 
 /**
  * `GET /ops/players/:id/export`: everything the service holds about one
@@ -15,13 +15,10 @@ import type { PlayerExport } from '../schemas/ops';
  * family and lifetime.
  */
 
-/** How a column is given out; the export's declared schema is built from the same kinds. */
-export type ColumnKind = 'id' | 'text' | 'int' | 'bool' | 'time' | 'json';
-
 export interface ExportTable {
-  table: keyof Database;
-  /** The allowlist: column (or output name) → kind. */
-  columns: Record<string, ColumnKind>;
+  table: keyof typeof EXPORT_COLUMNS;
+  /** The allowlist: column (or output name) → kind, as the declared schema has it. */
+  columns: Readonly<Record<string, ColumnKind>>;
   /** Output names computed from the player id instead of read from a column. */
   computed?: Record<string, (playerId: string) => RawBuilder<unknown>>;
   /** Which rows are the player's. */
@@ -41,130 +38,130 @@ const owned =
 export const EXPORT_TABLES: readonly ExportTable[] = [
   {
     table: 'players',
-    columns: { id: 'id', username: 'text', display_name: 'text', avatar_url: 'text', metadata: 'json', banned_at: 'time', inserted_at: 'time', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.players,
     where: owned('id'),
     order: 'id',
   },
   {
     // provider_metadata is left out whole: for a guest it is the device verifier and its salt.
     table: 'player_identities',
-    columns: { id: 'id', provider: 'text', provider_uid: 'text', provider_email: 'text', provider_display_name: 'text', inserted_at: 'time', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.player_identities,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'player_tokens',
-    columns: { id: 'id', context: 'text', family_id: 'id', used_at: 'time', expires_at: 'time', inserted_at: 'time' },
+    columns: EXPORT_COLUMNS.player_tokens,
     where: owned('user_id'),
     order: 'id',
   },
   {
     table: 'player_stats',
-    columns: { games_played: 'int', wins: 'int', losses: 'int', rating: 'int', rating_deviation: 'int', metadata: 'json', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.player_stats,
     where: owned('player_id'),
     order: 'player_id',
   },
   {
     table: 'friendships',
-    columns: { id: 'id', player_id: 'id', friend_id: 'id', status: 'text', inserted_at: 'time', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.friendships,
     where: owned('player_id', 'friend_id'),
     order: 'id',
   },
   {
     table: 'groups',
-    columns: { id: 'id', name: 'text', description: 'text', max_members: 'int', open: 'bool', creator_id: 'id', metadata: 'json', inserted_at: 'time', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.groups,
     where: owned('creator_id'),
     order: 'id',
   },
   {
     table: 'group_members',
-    columns: { id: 'id', group_id: 'id', role: 'text', joined_at: 'time' },
+    columns: EXPORT_COLUMNS.group_members,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'group_requests',
-    columns: { id: 'id', group_id: 'id', player_id: 'id', kind: 'text', invited_by: 'id', inserted_at: 'time' },
+    columns: EXPORT_COLUMNS.group_requests,
     where: owned('player_id', 'invited_by'),
     order: 'id',
   },
   {
     table: 'chat_messages',
-    columns: { id: 'id', channel_type: 'text', channel_id: 'text', sender_id: 'id', recipient_id: 'id', content: 'text', metadata: 'json', sent_at: 'time' },
+    columns: EXPORT_COLUMNS.chat_messages,
     where: owned('sender_id', 'recipient_id'),
     order: 'id',
   },
   {
     table: 'notifications',
-    columns: { id: 'id', type: 'text', subject: 'text', content: 'json', read: 'bool', sent_at: 'time' },
+    columns: EXPORT_COLUMNS.notifications,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'wallets',
-    columns: { id: 'id', currency: 'text', balance: 'int', inserted_at: 'time', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.wallets,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'transactions',
-    columns: { id: 'id', wallet_id: 'id', amount: 'int', balance_after: 'int', reason: 'text', reference_type: 'text', reference_id: 'text', metadata: 'json', inserted_at: 'time' },
+    columns: EXPORT_COLUMNS.transactions,
     where: (playerId) => sql<boolean>`wallet_id in (select id from wallets where player_id = ${playerId})`,
     order: 'id',
   },
   {
     table: 'player_items',
-    columns: { id: 'id', item_def_id: 'id', quantity: 'int', metadata: 'json', acquired_at: 'time', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.player_items,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'iap_transactions',
-    columns: { id: 'id', provider: 'text', transaction_id: 'text', original_transaction_id: 'text', product_id: 'text', inserted_at: 'time', redeemed_at: 'time', redeemed_reason: 'text' },
+    columns: EXPORT_COLUMNS.iap_transactions,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'cloud_saves',
-    columns: { id: 'id', slot: 'text', data: 'json', version: 'int', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.cloud_saves,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'storage',
-    columns: { id: 'id', collection: 'text', key: 'text', value: 'json', version: 'int', read_perm: 'text', write_perm: 'text', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.storage,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'leaderboard_entries',
-    columns: { id: 'id', leaderboard_id: 'text', score: 'int', sub_score: 'int', metadata: 'json', updated_at: 'time' },
+    columns: EXPORT_COLUMNS.leaderboard_entries,
     where: owned('player_id'),
     order: 'id',
   },
   {
     table: 'tournament_entrants',
-    columns: { tournament_id: 'id', fee_currency: 'text', fee_amount: 'int', joined_at: 'time' },
+    columns: EXPORT_COLUMNS.tournament_entrants,
     where: owned('player_id'),
     order: 'tournament_id',
   },
   {
     table: 'tournament_standings',
-    columns: { tournament_id: 'id', rank: 'int', score: 'int', sub_score: 'int', reward: 'json' },
+    columns: EXPORT_COLUMNS.tournament_standings,
     where: owned('player_id'),
     order: 'tournament_id',
   },
   {
     // The roster names other players, so only the player's own match list goes out.
     table: 'match_records',
-    columns: { id: 'id', mode: 'text', status: 'text', result: 'json', started_at: 'time', finished_at: 'time', inserted_at: 'time' },
+    columns: EXPORT_COLUMNS.match_records,
     where: (playerId) => sql<boolean>`players @> jsonb_build_array(${playerId}::text)`,
     order: 'id',
   },
   {
     // Only the player's own ballot, not how everyone else voted.
     table: 'votes',
-    columns: { id: 'id', match_id: 'text', template: 'text', method: 'text', status: 'text', choice: 'json', opened_at: 'time', closed_at: 'time' },
+    columns: EXPORT_COLUMNS.votes,
     computed: { choice: (playerId) => sql`votes_cast -> ${playerId}::text` },
     where: (playerId) => sql<boolean>`votes_cast ? ${playerId}::text`,
     order: 'id',

@@ -2,6 +2,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
 import { ApiError } from '../contracts/errors';
 import { isUuid } from '../platform/ids';
 import { isStorableText } from '../platform/text';
+import { DEPTH_MAX, FILTER_MAX_CHARS, LIMIT_DEFAULT, LIMIT_MAX, PAGE_MAX, type FilterKind, type ListRules, type Order } from '../schemas/ops';
 
 /**
  * The list rules every ops list shares, in one place. A route declares its
@@ -11,30 +12,6 @@ import { isStorableText } from '../platform/text';
  * as SQL or over rows already in memory (the node-local lists), with the same
  * meaning both ways.
  */
-
-export type Order = 'asc' | 'desc';
-/** `id`: a UUID column; anything else is 400 `ops.invalid_filter`. `text`: equality. `boolean`: `true` or `false` only. */
-export type FilterKind = 'id' | 'text' | 'boolean';
-
-export interface ListRules<F extends string = string> {
-  /** Fields a caller may sort on. */
-  sorts: readonly F[];
-  /** The unique field every order ends on, so a page boundary never splits ties differently twice. */
-  unique: F;
-  /** The order when the caller names no sort. */
-  default: { sort: F; order: Order };
-  filters?: Partial<Record<F, FilterKind>>;
-  /** Fields `q` searches, case-insensitively, as a substring; none: the list takes no `q`. */
-  q?: readonly F[];
-}
-
-export const LIMIT_DEFAULT = 50;
-export const LIMIT_MAX = 200;
-export const PAGE_MAX = 10_000;
-/** No window reaches past this row, however the caller asks. */
-export const DEPTH_MAX = 100_000;
-/** A text filter or search longer than this names nothing stored; it is dropped. */
-export const FILTER_MAX_CHARS = 255;
 
 /** The query string of a list, read leniently: each value is text or absent. */
 export type ListQuery = Record<string, string | undefined>;

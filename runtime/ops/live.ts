@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds } from '../platform/database';
-import type { ChatChannel, MatchmakerMode, OpsBoard, OpsBoardEntry } from '../schemas/ops';
-import { memoryPage, sqlPage, type ListPage, type ListRequest, type ListRules } from './lists';
+import type { ChatChannel, ListRules, MatchmakerMode, OpsBoard, OpsBoardEntry } from '../schemas/ops';
+import { memoryPage, sqlPage, type ListPage, type ListRequest } from './lists';
 
 /**
  * The ops reads over state this node holds in memory: the matchmaker's

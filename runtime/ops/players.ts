@@ -3,7 +3,8 @@ import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import { profileView, PUBLIC_COLUMNS } from '../players/players';
 import type { Player } from '../schemas/players';
-import { sqlPage, type ListPage, type ListRequest, type ListRules } from './lists';
+import { sqlPage, type ListPage, type ListRequest } from './lists';
+import type { ListRules } from '../schemas/ops';
 
 /** Players as operators read them: the public projection, never credentials, identities or the guest flag itself. */
 

@@ -2,7 +2,7 @@ import { countInactiveGuests, eraseInactiveGuest, findInactiveGuests } from '../
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { AuditActor } from '../platform/audit';
-import type { GuestPurgeRequest, GuestPurgeResult } from '../schemas/ops';
+import { PURGE_LIMIT_DEFAULT, PURGE_LIMIT_MAX, type GuestPurgeRequest, type GuestPurgeResult } from '../schemas/ops';
 import { auditCommitted } from './audit';
 
 /**
@@ -13,9 +13,6 @@ import { auditCommitted } from './audit';
  * in its own transaction through the reaper's erasure, which re-checks it is
  * still an unclaimed guest; one bad row costs one player, not the batch.
  */
-
-export const PURGE_LIMIT_DEFAULT = 500;
-export const PURGE_LIMIT_MAX = 5000;
 
 export async function purgeGuests(ctx: Ctx, actor: AuditActor, request: GuestPurgeRequest): Promise<GuestPurgeResult> {
   const dryRun = request.dry_run === true;

@@ -7,8 +7,8 @@ import { TOURNAMENT_VIEW_COLUMNS, tournamentView, type TournamentRow } from '../
 import type { MatchRecord } from '../schemas/matches';
 import type { NotificationView } from '../schemas/notifications';
 import type { StoreListingView } from '../schemas/economy';
-import type { ItemDefinition, OpsChatMessage, OpsTournament } from '../schemas/ops';
-import { sqlPage, type ListPage, type ListRequest, type ListRules } from './lists';
+import type { ItemDefinition, ListRules, OpsChatMessage, OpsTournament } from '../schemas/ops';
+import { sqlPage, type ListPage, type ListRequest } from './lists';
 
 /**
  * The ops reads that are rows of one table each: finished matches, item

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import { isoSeconds } from '../platform/database';
-import type { PlayerSummary } from '../schemas/ops';
+import { RECENT_MATCHES, type PlayerSummary } from '../schemas/ops';
 
 /**
  * `GET /ops/players/:id/summary`: what the console's player page draws, so
@@ -10,9 +10,6 @@ import type { PlayerSummary } from '../schemas/ops';
  * It gives out nothing the export does not (the same rows, fewer columns),
  * and needs the same capability class, `player_data`.
  */
-
-/** Match records on the page: the newest few, as the page lists them. */
-export const RECENT_MATCHES = 10;
 
 /**
  * One repeatable-read snapshot, so the counts agree with each other while the

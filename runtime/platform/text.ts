@@ -106,3 +106,10 @@ export const UNSTORABLE_TEXT = 'must not contain U+0000 or an unpaired UTF-16 su
 export function textProblemMessage(problem: TextProblem): string {
   return problem.kind === 'too_deep' ? `must not nest deeper than ${MAX_NESTING} levels` : UNSTORABLE_TEXT;
 }
+
+/** Characters as a person counts them (code points), not UTF-16 units. */
+export function charLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}

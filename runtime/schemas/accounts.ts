@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { charLength } from '../accounts/accounts';
+import { charLength } from '../platform/text';
 import { base64ToBytes } from '../platform/crypto';
 import { byteLength } from '../contracts/frames';
 import { Uuid } from './common';

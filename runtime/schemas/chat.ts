@@ -1,9 +1,44 @@
 import { z } from 'zod';
-import { CONTENT_MAX_BYTES, parseChannel } from '../social/chat';
 import { byteLength } from '../contracts/frames';
-import { IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';
+import { CONTENT_MAX_BYTES, IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';
 import { DmPush } from './dm';
 import { clientFrame, type PushContract } from './frame';
+
+export const CHANNEL_ID_MAX_BYTES = 256;
+
+export type ChannelKind = 'global' | 'dm' | 'world' | 'zone' | 'prox' | 'room';
+
+export interface Channel {
+  id: string;
+  kind: ChannelKind;
+  /** `global:` name. */
+  name?: string;
+  /** `dm:` participants, ascending. */
+  players?: [string, string];
+  /** `world:`, `zone:`, `prox:`. */
+  worldId?: string;
+  /** `room:`. */
+  groupId?: string;
+}
+
+const UUID_LOWER = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const GLOBAL_RE = /^global:([A-Za-z0-9_.-]{1,64})$/;
+const DM_RE = new RegExp(`^dm:(${UUID_LOWER}):(${UUID_LOWER})$`);
+const WORLD_RE = new RegExp(`^world:(${UUID_LOWER})$`);
+const CELL_RE = new RegExp(`^(zone|prox):(${UUID_LOWER}):(-?\\d{1,10}),(-?\\d{1,10})$`);
+const ROOM_RE = new RegExp(`^room:(${UUID_LOWER})$`);
+
+/** A well-formed channel id, or null (wrong length, unknown prefix, malformed rest). */
+export function parseChannel(id: string): Channel | null {
+  if (id === '' || byteLength(id) > CHANNEL_ID_MAX_BYTES) return null;
+  let m: RegExpExecArray | null;
+  if ((m = GLOBAL_RE.exec(id))) return { id, kind: 'global', name: m[1]! };
+  if ((m = DM_RE.exec(id))) return m[1]! < m[2]! ? { id, kind: 'dm', players: [m[1]!, m[2]!] } : null;
+  if ((m = WORLD_RE.exec(id))) return { id, kind: 'world', worldId: m[1]! };
+  if ((m = CELL_RE.exec(id))) return { id, kind: m[1] as 'zone' | 'prox', worldId: m[2]! };
+  if ((m = ROOM_RE.exec(id))) return { id, kind: 'room', groupId: m[1]! };
+  return null;
+}
 
 /** A channel id as the client spells it; whether it names a channel the caller may use is asked later. */
 const ChannelText = z.string().meta({

@@ -27,6 +27,9 @@ export function idOf(notFound: ErrorCode, what = 'record'): z.ZodType<string, st
     .meta({ format: 'uuid' }) as unknown as z.ZodType<string, string>;
 }
 
+/** The most a message holds, chat line and direct message alike (one content rule: runtime/social/messages.ts). */
+export const CONTENT_MAX_BYTES = 2000;
+
 /** A string the database can store: no U+0000, no unpaired surrogate. */
 export const Text = z.string().refine(isStorableText, UNSTORABLE_TEXT);
 

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { CONTENT_MAX_BYTES } from '../social/chat';
 import { byteLength } from '../contracts/frames';
-import { EpochMs, idOf, Text } from './common';
+import { CONTENT_MAX_BYTES, EpochMs, idOf, Text } from './common';
 import { clientFrame, type PushContract } from './frame';
 import { coded } from './rules';
 

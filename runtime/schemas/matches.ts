@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { byteLength, isPlainObject } from '../contracts/frames';
-import type { JsonObject as ScriptObject } from '../lua/api';
+import type { JsonObject as ScriptObject } from '../contracts/json';
 import { BooleanFilter, idOf, IsoTime, JsonObject, pageQuery, Success, Text, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame';
 import { PhaseListing } from './phases';

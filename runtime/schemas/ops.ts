@@ -1,9 +1,6 @@
 import { z } from 'zod';
 import { isUuid } from '../platform/ids';
-import { EXPORT_TABLES, type ColumnKind, type ExportTable } from '../ops/export';
-import { DEPTH_MAX, FILTER_MAX_CHARS, LIMIT_DEFAULT, LIMIT_MAX, PAGE_MAX, type ListRules } from '../ops/lists';
-import { PURGE_LIMIT_DEFAULT, PURGE_LIMIT_MAX } from '../ops/purge';
-import { RECENT_MATCHES } from '../ops/summary';
+import type { Database } from '../contracts/schema';
 import { IsoTime, JsonObject, Uuid } from './common';
 import { Tournament } from './tournaments';
 import { coded, ruled } from './rules';
@@ -14,6 +11,38 @@ import { coded, ruled } from './rules';
  * runtime/ops/lists.ts under the route's rules; the schema here declares it
  * for the API document and accepts any text, so the one reader decides.
  */
+
+export type Order = 'asc' | 'desc';
+/** `id`: a UUID column; anything else is 400 `ops.invalid_filter`. `text`: equality. `boolean`: `true` or `false` only. */
+export type FilterKind = 'id' | 'text' | 'boolean';
+
+/** A list's rules as data, declared by its route and read by runtime/ops/lists.ts. */
+export interface ListRules<F extends string = string> {
+  /** Fields a caller may sort on. */
+  sorts: readonly F[];
+  /** The unique field every order ends on, so a page boundary never splits ties differently twice. */
+  unique: F;
+  /** The order when the caller names no sort. */
+  default: { sort: F; order: Order };
+  filters?: Partial<Record<F, FilterKind>>;
+  /** Fields `q` searches, case-insensitively, as a substring; none: the list takes no `q`. */
+  q?: readonly F[];
+}
+
+export const LIMIT_DEFAULT = 50;
+export const LIMIT_MAX = 200;
+export const PAGE_MAX = 10_000;
+/** No window reaches past this row, however the caller asks. */
+export const DEPTH_MAX = 100_000;
+/** A text filter or search longer than this names nothing stored; it is dropped. */
+export const FILTER_MAX_CHARS = 255;
+
+/** Guests one purge call erases, unless it asks for another number within the bound. */
+export const PURGE_LIMIT_DEFAULT = 500;
+export const PURGE_LIMIT_MAX = 5000;
+
+/** Match records on the console's player page: the newest few, as the page lists them. */
+export const RECENT_MATCHES = 10;
 
 const text = (description: string) => z.string().optional().meta({ description });
 
@@ -191,6 +220,39 @@ export const MatchmakerQueue = z.object({
 /** The matchmaker list: the per-mode rows, and the whole queue beside them. */
 export const MatchmakerList = listOf(MatchmakerMode).extend({ queue: MatchmakerQueue });
 
+/** How an exported column is given out; the rows' schema and the export's reader both follow it. */
+export type ColumnKind = 'id' | 'text' | 'int' | 'bool' | 'time' | 'json';
+
+/**
+ * The export's allowlist, table by table in the artefact's order: each column
+ * (or output name) it gives out, and how. A column added later (or a secret:
+ * password hashes, token hashes, guest verifiers) stays out until it is listed
+ * here; runtime/ops/export.ts says which rows are the player's.
+ */
+export const EXPORT_COLUMNS = {
+  players: { id: 'id', username: 'text', display_name: 'text', avatar_url: 'text', metadata: 'json', banned_at: 'time', inserted_at: 'time', updated_at: 'time' },
+  player_identities: { id: 'id', provider: 'text', provider_uid: 'text', provider_email: 'text', provider_display_name: 'text', inserted_at: 'time', updated_at: 'time' },
+  player_tokens: { id: 'id', context: 'text', family_id: 'id', used_at: 'time', expires_at: 'time', inserted_at: 'time' },
+  player_stats: { games_played: 'int', wins: 'int', losses: 'int', rating: 'int', rating_deviation: 'int', metadata: 'json', updated_at: 'time' },
+  friendships: { id: 'id', player_id: 'id', friend_id: 'id', status: 'text', inserted_at: 'time', updated_at: 'time' },
+  groups: { id: 'id', name: 'text', description: 'text', max_members: 'int', open: 'bool', creator_id: 'id', metadata: 'json', inserted_at: 'time', updated_at: 'time' },
+  group_members: { id: 'id', group_id: 'id', role: 'text', joined_at: 'time' },
+  group_requests: { id: 'id', group_id: 'id', player_id: 'id', kind: 'text', invited_by: 'id', inserted_at: 'time' },
+  chat_messages: { id: 'id', channel_type: 'text', channel_id: 'text', sender_id: 'id', recipient_id: 'id', content: 'text', metadata: 'json', sent_at: 'time' },
+  notifications: { id: 'id', type: 'text', subject: 'text', content: 'json', read: 'bool', sent_at: 'time' },
+  wallets: { id: 'id', currency: 'text', balance: 'int', inserted_at: 'time', updated_at: 'time' },
+  transactions: { id: 'id', wallet_id: 'id', amount: 'int', balance_after: 'int', reason: 'text', reference_type: 'text', reference_id: 'text', metadata: 'json', inserted_at: 'time' },
+  player_items: { id: 'id', item_def_id: 'id', quantity: 'int', metadata: 'json', acquired_at: 'time', updated_at: 'time' },
+  iap_transactions: { id: 'id', provider: 'text', transaction_id: 'text', original_transaction_id: 'text', product_id: 'text', inserted_at: 'time', redeemed_at: 'time', redeemed_reason: 'text' },
+  cloud_saves: { id: 'id', slot: 'text', data: 'json', version: 'int', updated_at: 'time' },
+  storage: { id: 'id', collection: 'text', key: 'text', value: 'json', version: 'int', read_perm: 'text', write_perm: 'text', updated_at: 'time' },
+  leaderboard_entries: { id: 'id', leaderboard_id: 'text', score: 'int', sub_score: 'int', metadata: 'json', updated_at: 'time' },
+  tournament_entrants: { tournament_id: 'id', fee_currency: 'text', fee_amount: 'int', joined_at: 'time' },
+  tournament_standings: { tournament_id: 'id', rank: 'int', score: 'int', sub_score: 'int', reward: 'json' },
+  match_records: { id: 'id', mode: 'text', status: 'text', result: 'json', started_at: 'time', finished_at: 'time', inserted_at: 'time' },
+  votes: { id: 'id', match_id: 'text', template: 'text', method: 'text', status: 'text', choice: 'json', opened_at: 'time', closed_at: 'time' },
+} as const satisfies { readonly [T in keyof Database]?: Readonly<Record<string, ColumnKind>> };
+
 const COLUMN_SCHEMAS: Record<ColumnKind, z.ZodType> = {
   id: z.string().nullable(),
   text: z.string().nullable(),
@@ -201,15 +263,15 @@ const COLUMN_SCHEMAS: Record<ColumnKind, z.ZodType> = {
 };
 
 /** A table's rows hold its allowlisted columns and nothing else: with response checks on, a column that slipped in is a 500. */
-function exportRows(t: ExportTable) {
-  return z.array(z.strictObject(Object.fromEntries(Object.entries(t.columns).map(([name, kind]) => [name, COLUMN_SCHEMAS[kind]]))));
+function exportRows(columns: Readonly<Record<string, ColumnKind>>) {
+  return z.array(z.strictObject(Object.fromEntries(Object.entries(columns).map(([name, kind]) => [name, COLUMN_SCHEMAS[kind]]))));
 }
 
 /** Everything held about one player (runtime/ops/export.ts), keyed by table. */
 export const PlayerExport = z.object({
   player_id: Uuid,
   exported_at: IsoTime,
-  tables: z.strictObject(Object.fromEntries(EXPORT_TABLES.map((t) => [t.table, exportRows(t)]))),
+  tables: z.strictObject(Object.fromEntries(Object.entries(EXPORT_COLUMNS).map(([table, columns]) => [table, exportRows(columns)]))),
   extensions: z.record(z.string(), z.unknown()).meta({ description: 'per installed extension (by name), its exported data, or `{skipped: true, reason: "no_export_hook"}` for one without an export hook; empty when none is installed' }),
 });
 export type PlayerExport = z.output<typeof PlayerExport>;

@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import { charLength, DISPLAY_NAME_MAX } from '../accounts/accounts';
 import { byteLength } from '../contracts/frames';
+import { charLength } from '../platform/text';
 import { IsoTime, JsonObject, Text, Uuid } from './common';
 import { coded } from './rules';
 
 /** Player profiles: lookup, update and self-erasure. */
 
+export const DISPLAY_NAME_MAX = 64;
 export const METADATA_MAX_BYTES = 16_384;
 
 /**

@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { byteLength } from '../contracts/frames';
-import { DEFAULT_STATUS, METADATA_MAX_BYTES } from '../social/presence';
 import { JsonObject, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame';
+
+export const METADATA_MAX_BYTES = 1024;
+export const DEFAULT_STATUS = 'online';
 
 /** A player's presence as the reply, the friends' push and the friend listing carry it. */
 export const PresenceState = z.object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { charLength } from '../accounts/accounts';
+import { charLength } from '../platform/text';
 import { isUuid } from '../platform/ids';
 import { coded } from './rules';
 import { BooleanFilter, idOf, IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';

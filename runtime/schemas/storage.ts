@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { charLength } from '../accounts/accounts';
+import { charLength } from '../platform/text';
 import type { ErrorCode } from '../contracts/errors';
 import { byteLength } from '../contracts/frames';
 import { idOf, IsoTime, pageQuery, Text, Uuid } from './common';

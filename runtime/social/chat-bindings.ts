@@ -3,7 +3,7 @@ import { ApiError } from '../contracts/errors';
 import type { JsonValue, ScriptBinding } from '../lua/api';
 import { isForeignKeyViolation } from '../platform/database';
 import { isUuid } from '../platform/ids';
-import { parseChannel } from './chat';
+import { parseChannel } from '../schemas/chat';
 import { contentProblem, postMessage } from './messages';
 
 /**

@@ -2,12 +2,12 @@ import type { Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
-import { byteLength, isPlainObject } from '../contracts/frames';
+import { isPlainObject } from '../contracts/frames';
 import { isGroupMember } from './groups';
 import { blockPartnersQuery } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
 import type { ChatMessagesTable } from '../contracts/schema';
-import type { ChatMessageView } from '../schemas/chat';
+import type { Channel, ChatMessageView } from '../schemas/chat';
 
 /**
  * Chat channels: channel ids, the membership rule shared by the socket and
@@ -30,25 +30,8 @@ registerErasable(
   { table: 'chat_messages', column: 'recipient_id', mode: 'delete' },
 );
 
-export const CHANNEL_ID_MAX_BYTES = 256;
-export const CONTENT_MAX_BYTES = 2000;
 export const CHANNELS_PER_CONNECTION = 32;
 export const CHANNEL_BUFFER = 100;
-
-export type ChannelKind = 'global' | 'dm' | 'world' | 'zone' | 'prox' | 'room';
-
-export interface Channel {
-  id: string;
-  kind: ChannelKind;
-  /** `global:` name. */
-  name?: string;
-  /** `dm:` participants, ascending. */
-  players?: [string, string];
-  /** `world:`, `zone:`, `prox:`. */
-  worldId?: string;
-  /** `room:`. */
-  groupId?: string;
-}
 
 /** A message as the socket pushes it (`chat.message`, and the body of `dm.message`). */
 export interface ChatPush {
@@ -92,25 +75,6 @@ export interface LiveChat {
    * message with a statement of its own.
    */
   persist?(message: StampedChatMessage): Promise<void>;
-}
-
-const UUID_LOWER = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-const GLOBAL_RE = /^global:([A-Za-z0-9_.-]{1,64})$/;
-const DM_RE = new RegExp(`^dm:(${UUID_LOWER}):(${UUID_LOWER})$`);
-const WORLD_RE = new RegExp(`^world:(${UUID_LOWER})$`);
-const CELL_RE = new RegExp(`^(zone|prox):(${UUID_LOWER}):(-?\\d{1,10}),(-?\\d{1,10})$`);
-const ROOM_RE = new RegExp(`^room:(${UUID_LOWER})$`);
-
-/** A well-formed channel id, or null (wrong length, unknown prefix, malformed rest). */
-export function parseChannel(id: string): Channel | null {
-  if (id === '' || byteLength(id) > CHANNEL_ID_MAX_BYTES) return null;
-  let m: RegExpExecArray | null;
-  if ((m = GLOBAL_RE.exec(id))) return { id, kind: 'global', name: m[1]! };
-  if ((m = DM_RE.exec(id))) return m[1]! < m[2]! ? { id, kind: 'dm', players: [m[1]!, m[2]!] } : null;
-  if ((m = WORLD_RE.exec(id))) return { id, kind: 'world', worldId: m[1]! };
-  if ((m = CELL_RE.exec(id))) return { id, kind: m[1] as 'zone' | 'prox', worldId: m[2]! };
-  if ((m = ROOM_RE.exec(id))) return { id, kind: 'room', groupId: m[1]! };
-  return null;
 }
 
 /** Both participants name the same channel: `dm:<smaller id>:<larger id>`. */

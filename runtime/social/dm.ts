@@ -1,6 +1,7 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import { channelHistory, dmChannelId, parseChannel } from './chat';
+import { channelHistory, dmChannelId } from './chat';
+import { parseChannel } from '../schemas/chat';
 import { postMessage } from './messages';
 import type { Page } from '../platform/pages';
 import type { DmSend } from '../schemas/dm';

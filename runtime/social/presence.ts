@@ -18,5 +18,3 @@ export interface LivePresence {
   onlineCount(): number;
 }
 
-export const METADATA_MAX_BYTES = 1024;
-export const DEFAULT_STATUS = 'online';

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { Ctx } from '../../../runtime/contracts/context';
 import type { ErrorCode } from '../../../runtime/contracts/errors';
-import { listRequest, type ListPage, type ListQuery, type ListRequest, type ListRules } from '../../../runtime/ops/lists';
-import { listOf, listQuery, oneOf, OpsIdPath } from '../../../runtime/schemas/ops';
+import { listRequest, type ListPage, type ListQuery, type ListRequest } from '../../../runtime/ops/lists';
+import { listOf, listQuery, oneOf, OpsIdPath, type ListRules } from '../../../runtime/schemas/ops';
 import { route, type Route } from '../../contract';
 
 /**
