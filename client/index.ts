@@ -1,5 +1,5 @@
 // Entry of dist/client.mjs: a typed client of the service for game clients,
-// in browsers and in Node. See README "Typed client".
+// in browsers and in Node. See docs/client.md.
 import type { paths } from './generated/openapi';
 import { RestClient, type RestOptions, type Tokens } from './rest';
 import { GameSocket, type SocketOptions } from './socket';

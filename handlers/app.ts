@@ -132,7 +132,7 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   };
 }
 
-/** `friends` of `/api/v1/friends/…`; null outside `/api/v1/` (the console's session routes excepted, spec 4.15). */
+/** `friends` of `/api/v1/friends/…`; null outside `/api/v1/` (the console's session routes excepted: they live at `/console/session`, outside `/api/v1`). */
 function firstSegment(path: string): string | null {
   if (path === '/console/session') return '/console';
   if (!path.startsWith('/api/v1/')) return null;

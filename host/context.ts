@@ -107,7 +107,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     leaderboards: new Leaderboards(settings),
     ...(options.probe ? { probe: options.probe } : {}),
     extensions,
-    // Node-local by design: a restart ends every console session (spec 5.5).
+    // Node-local by design: a session resolves only on the node that made it, and a restart ends every one.
     ...(settings.console ? { consoleSessions: new ConsoleSessions() } : {}),
   };
   return { ctx, limits, watch, markReady: () => (ready = true) };

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
-// Leaderboard entries (rest-payloads 20.3). Boards live in each node's memory
+// Leaderboard entries (one row per board and player). Boards live in each node's memory
 // (runtime/leaderboards/); this table is what a node writes them to on its
 // flush interval and reloads them from at boot. `sub_score` is stored and
 // breaks ties (decision 0032). The foreign key to players never cascades

@@ -138,7 +138,7 @@ describe('chat.send and chat.message', () => {
     a.socket.close();
   });
 
-  it('broadcasts empty content (wire-protocol 8.3) without a reply', async () => {
+  it('broadcasts empty content on a channel (as the reference server does) without a reply', async () => {
     const a = await connectPlayer(s);
     await a.socket.request('chat.join', { channel_id: 'global:lobby' });
     a.socket.send({ type: 'chat.send', cid: 'empty', payload: { channel_id: 'global:lobby', content: '' } });

@@ -5,7 +5,7 @@ import { expectOpsDenied, OPS_SECRET } from './support/ops';
 import { startTestServer, type TestServer } from './support/server';
 
 /**
- * The console's browser session (spec 4.15, 5.5), as a browser and a
+ * The console's browser session (`/console/session`, two cookies, 12 hours), as a browser and a
  * cross-site attacker would meet it: cookies, CSRF header, expiry, the
  * bearer's precedence, labels, the rate limit, and the 404 while it is off.
  */

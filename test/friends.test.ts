@@ -34,7 +34,7 @@ describe('friend requests', () => {
     expectError(await request(a, a.player_id), 400, 'social.cannot_friend_self');
     expectError(await request(a, '0190c1f2-aaaa-7000-8000-000000000001'), 404, 'social.friend_not_found');
     expectError(await request(a, 'not-a-uuid'), 404, 'social.friend_not_found');
-    // rest-payloads decision: absent or not a string is missing_field with details.field.
+    // A required body field absent or not a string is 400 missing_field with details.field.
     const wrongType = await request(a, 42);
     expectError(wrongType, 400, 'missing_field');
     expect(wrongType.body.error.details.field).toBe('friend_id');

@@ -12,7 +12,7 @@ import { startTestServer, type TestServer } from './support/server';
 
 /**
  * Guest create, resume and upgrade over real HTTP against a real database,
- * every row of the spec 5.4 error table. The game's declarations are a
+ * every refusal of the guest routes with its status and code. The game's declarations are a
  * variable the tests flip; the operator settings differ per server, and the
  * servers of one describe share one database where the test needs that.
  */

@@ -7,7 +7,7 @@ import { migratedDataDir } from './support/database';
 
 // The production entry (dist/host.mjs, built before the suite) killed with
 // SIGKILL: no shutdown hook runs, so what survives is what the interval
-// flush wrote. The README promises a crash loses at most one
+// flush wrote. docs/rest-api.md promises a crash loses at most one
 // `leaderboard_flush_interval_ms` of scores.
 
 const INTERVAL_MS = 1000;

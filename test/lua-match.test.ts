@@ -146,7 +146,7 @@ describe('marshalling', () => {
     const text = vm.viewJson('a');
     const v = JSON.parse(text);
     expect(v.arr).toEqual([1, 2, 3]);
-    // Nested empty tables are lists (lua-scripting 5.4); only an empty view itself is {}.
+    // Nested empty tables are lists; only an empty view itself is {}.
     expect(v.empty).toEqual([]);
     expect(v.holes).toEqual({ '1': 1, '3': 3 });
     expect(v.mixed).toEqual({ '1': 1, '2': 2, x: 3 });

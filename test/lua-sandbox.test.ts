@@ -49,7 +49,7 @@ describe('sandbox surface (decision 11)', () => {
     ).toEqual([true, true, true, true, true, true, true, true]);
   });
 
-  it('math.random and math.sqrt follow lua-scripting 7.12', () => {
+  it('math.random truncates its bounds, answers a float for 0 or a non-number, and math.sqrt of a negative is 0.0', () => {
     expect(
       probe(`math.random(0) < 1, math.random(5) >= 1, math.random(3, 3.9) == 3, math.sqrt(-1) == 0.0,
         math.type(math.random(4)) == "integer", pcall(math.random, 5, 1) == false`),
@@ -57,7 +57,7 @@ describe('sandbox surface (decision 11)', () => {
   });
 });
 
-describe('require (lua-scripting 2.10)', () => {
+describe('require (a host function over dotted module names, rooted in the game directory)', () => {
   const files = {
     'modes/duel.lua': PASSIVE + `local h = require("helpers.math")
       function get_state(id, state)

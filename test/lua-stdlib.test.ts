@@ -4,8 +4,8 @@ import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, registerPlayer } from './support/ws-client';
 
 /**
- * The standard library a portable script may rely on (lua-scripting 7.12,
- * 9.1, 9.2), pinned through real scripts: `rpc.lua` methods over HTTP and
+ * The standard library a portable script may rely on (randomness, what the
+ * sandbox removes, where fengari differs from the reference), pinned through real scripts: `rpc.lua` methods over HTTP and
  * a match VM in a script worker. Where svc deliberately differs from the
  * reference (docs/decisions/0040) the pin says so.
  */

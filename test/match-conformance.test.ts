@@ -6,8 +6,8 @@ import { connectPlayer, expectErrorFrame, type Frame } from './support/ws-client
 
 /**
  * Two behaviours third-party match scripts rely on: a refused or failed
- * `join` leaves no trace in the VM (lua-scripting.md 4.3), and an empty
- * table nested in a value is `[]` while an empty value itself is `{}` (5.4).
+ * `join` leaves no trace in the VM (its globals and state as before the call), and an empty
+ * table nested in a value is `[]` while an empty value itself is `{}`.
  */
 
 const game = gameDir({

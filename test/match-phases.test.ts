@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, type Frame } from './support/ws-client';
 
 /**
- * Match phases (lua-scripting.md 4.10) over real sockets: the declaration
+ * Match phases (declared by `phases(config)`) over real sockets: the declaration
  * in its probe VM, every `start` form, the callbacks on each transition,
  * the `phase` block of listings and joins, and the `phases_complete` ending.
  */

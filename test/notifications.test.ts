@@ -97,7 +97,7 @@ describe('listing and ownership', () => {
     expect(subjects(await list(p, '?before='))).toHaveLength(5);
   });
 
-  it("answers someone else's notification 403 forbidden (rest-payloads 15) and changes nothing", async () => {
+  it("answers someone else's notification 403 forbidden and changes nothing", async () => {
     const [owner, other] = [await registerPlayer(s), await registerPlayer(s)];
     const n = await notify(s.ctx, { playerId: owner.player_id, type: 'n', subject: 'mine' });
     expectError(await markRead(other, n.id), 403, 'forbidden');

@@ -50,7 +50,7 @@ describe('presence.update', () => {
       expect(f.type).toBe('error');
       expect(f.payload.error.code).toBe('invalid_payload');
     }
-    // Not among the frames that work without a payload (wire-protocol 2.4).
+    // Only session.heartbeat, match.leave, world.leave and rpc.call work without a payload.
     const bare = await a.socket.request('presence.update');
     expect([bare.type, bare.payload.reason, bare.payload.error.code]).toEqual(['error', 'unknown_type', 'unknown_type']);
     a.socket.close();

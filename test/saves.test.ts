@@ -3,7 +3,7 @@ import { expectError, registerPlayer, type TestPlayer } from './support/accounts
 import { inProcessApp, type InProcessApp } from './support/app';
 
 /**
- * Cloud saves over REST (rest-payloads 17): the version rules, the bounds,
+ * Cloud saves over REST (ten versioned slots per player): the version rules, the bounds,
  * concurrent writers, and the `storage` switch. In process, on the embedded
  * database or, with DATABASE_URL, on a PostgreSQL server where concurrent
  * requests really run on separate connections.

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, type Frame } from './support/ws-client';
 
 /**
- * `game.chat.send(channel_id, sender_id, content)` (lua-scripting 7.4):
+ * `game.chat.send(channel_id, sender_id, content)` (the sender need not be a member):
  * a script's message is stored, reaches the channel's members as
  * `chat.message`, shows in the history, and is held to the per-channel
  * `script_chat` limit.

@@ -11,7 +11,7 @@ afterAll(async () => {
   await s.close();
 });
 
-/** Erasing a player removes their social rows and severs what others keep (spec 4.2, rest-payloads 20.5). */
+/** Erasing a player removes their social rows and severs what others keep (groups stay, their creator reference nulled). */
 describe('erasure of social data', () => {
   it('deletes friendships, memberships, requests, chat, DMs both ways and notifications; keeps groups with creator nulled', async () => {
     const [victim, friend, other] = [await registerPlayer(s), await registerPlayer(s), await registerPlayer(s)];

@@ -105,7 +105,7 @@ describe('the owner-less namespace (get, set)', () => {
     const p = await registerPlayer(s);
     expect(await rpc(p.token, 'shapes')).toEqual({
       seq: { ok: [1, 2, 3] },
-      // Stored as {}; inside the RPC's answer the empty table is nested, so it arrives as [] (lua-scripting 5.4).
+      // Stored as {}; inside the RPC's answer the empty table is nested, so it arrives as [] (only an empty value as a whole is {}).
       empty: { ok: [] },
       nested: { ok: { a: { b: ['x'] }, n: 1.5, t: true } },
       text: { ok: 'plain' },

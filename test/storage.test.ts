@@ -3,7 +3,7 @@ import { expectError, registerPlayer, type TestPlayer } from './support/accounts
 import { inProcessApp, type InProcessApp } from './support/app';
 
 /**
- * Storage objects over REST (rest-payloads 18 with the binding decision on
+ * Storage objects over REST (`read_perm` and `write_perm`, each `public` or `owner`, are the
  * perms): rows per player, `?owner=` for another player's rows as their
  * perms allow, the bounds, concurrent writers, and the `storage` switch.
  */

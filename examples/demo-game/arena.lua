@@ -16,7 +16,7 @@
 
 local geometry = require("lib.geometry")
 
--- Mode globals (read by the loader, see README "Writing a game script").
+-- Mode globals (read by the loader, see docs/scripting.md).
 match_size = 2        -- the matchmaker forms groups of exactly 2
 max_players = 2       -- nobody else can join by id
 strategy = "fill"     -- first come, first matched

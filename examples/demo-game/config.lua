@@ -8,7 +8,7 @@
 -- to plain assignments.
 
 -- Players may sign in as guests (the operator still has to configure a
--- guest pepper; see the README).
+-- guest pepper; see docs/operations.md).
 guest_auth = true
 
 -- Uncomment to narrow sign-ups when the operator left `registration` unset:

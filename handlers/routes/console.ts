@@ -23,7 +23,7 @@ const ConsoleSessionView = z.object({
 });
 
 /**
- * The operator console's browser session (spec 4.15), outside `/api/v1` and
+ * The operator console's browser session (`/console/session`), outside `/api/v1` and
  * not behind the ops credential. The console itself is served by the Node
  * host; these routes are the library's, so any host keeping a session store
  * can offer them. Every one answers the unknown-path 404 while `console` is off.

@@ -20,7 +20,7 @@ import {
 import { bodyLiteral } from '../body';
 import { route, type Route } from '../contract';
 
-/** Wallets and their ledger, the store, inventories (rest-payloads 9 and 10). */
+/** Wallets and their ledger, the store, inventories: integer balances, one item per purchase, stacks consumed in 1-1000000. */
 export const economyRoutes: Route[] = [
   route({
     method: 'GET',

@@ -16,7 +16,7 @@ import { bodyLiteral } from '../body';
 import { route, type Route } from '../contract';
 import type { RequestLike } from '../http';
 
-/** Leaderboards (service.md 4.7, rest-payloads 6): the boards of this node. */
+/** Leaderboards: top and around reads with whole-board ranks, and submissions where the operator opened a board. */
 export const leaderboardRoutes: Route[] = [
   route({
     method: 'GET',

@@ -5,7 +5,7 @@ import { storageSwitch } from './storage';
 
 const common = { tag: 'saves', auth: 'player', rate: 'api', precondition: storageSwitch('save.not_found') } as const;
 
-/** Cloud saves (rest-payloads 17). */
+/** Cloud saves: up to ten named slots per player, each versioned for optimistic concurrency. */
 export const saveRoutes: Route[] = [
   route({
     method: 'GET',

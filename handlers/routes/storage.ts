@@ -14,7 +14,7 @@ export function storageSwitch(notFound: 'save.not_found' | 'storage.not_found'):
 
 const common = { tag: 'storage', auth: 'player', rate: 'api', precondition: storageSwitch('storage.not_found') } as const;
 
-/** Storage objects (rest-payloads 18, rows per player). */
+/** Storage objects: rows per player, `?owner=` reaching another player's rows as their perms allow. */
 export const storageRoutes: Route[] = [
   route({
     method: 'GET',

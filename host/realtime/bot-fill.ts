@@ -1,5 +1,5 @@
 /**
- * Queue fill (lua-scripting 11): every `matchmaker_bot_fill_ms` (8 s by
+ * Queue fill: every `matchmaker_bot_fill_ms` (8 s by
  * default), each match mode with enabled bots and at least one person
  * waiting gets bot tickets for the gap between its queue and the bots'
  * `min_players`. The tickets are ordinary ones, so the mode's strategy

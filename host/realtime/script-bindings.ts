@@ -20,7 +20,7 @@ export function scriptBindings(ctx: Ctx): ScriptBindings {
 
 /** The bindings whose answers wait on the database: scripts in worker threads only. */
 export function awaitedScriptBindings(ctx: Ctx): AwaitedBindings {
-  // With the `storage` setting off the namespace is absent, so indexing `game.storage` raises (lua-scripting 7.2).
+  // With the `storage` setting off the namespace is absent, so indexing `game.storage` raises, in every VM kind.
   return { economy: economyBindings(ctx), receipts: receiptBindings(ctx), ...(ctx.settings.storage ? { storage: storageBindings(ctx) } : {}) };
 }
 

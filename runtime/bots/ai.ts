@@ -1,5 +1,5 @@
 /**
- * What a bot does without a working script (lua-scripting 11): the built-in
+ * What a bot does without a working script (no script, one that does not load, a failing `think`): the built-in
  * AI, and the boon pick every bot makes on its own. Both read only the view
  * the match sends that bot, like a client would.
  */

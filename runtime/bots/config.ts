@@ -1,5 +1,5 @@
 /**
- * The `bots` mode global (lua-scripting 3.1, 11): read off the mode
+ * The `bots` mode global (`{script, min_players, enabled}`): read off the mode
  * script's globals as plain JSON, so an operator's `game_modes` entry and
  * a script declare bots alike.
  */

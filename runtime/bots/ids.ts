@@ -4,9 +4,9 @@
  * `bot_` prefix can never collide with one.
  */
 
-/** Names a bot script leaves out `names` gets (lua-scripting 3.4). */
+/** Names a bot gets when its bot script declares no `names` global. */
 export const DEFAULT_BOT_NAMES: readonly string[] = ['Spark', 'Blitz', 'Volt', 'Neon', 'Pulse'];
-/** Bots one match may hold (lua-scripting 9.5). */
+/** Bots one match may hold: a hard limit, beyond which `game.bots.add` is a logged no-op. */
 export const MAX_BOTS_PER_MATCH = 64;
 /** `game.bots.add(name)` and the names a bot script declares. */
 export const BOT_NAME = /^[A-Za-z0-9_-]{1,32}$/;

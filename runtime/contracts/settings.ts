@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { parseAddressRange } from '../platform/address-ranges';
 
 /**
- * Operator settings, under the key names the README table lists. One JSON object, validated once at
+ * Operator settings, under the key names the settings table of docs/operations.md lists. One JSON object, validated once at
  * boot; an invalid value stops the boot with a message naming the key. Each
- * domain adds its keys here when it lands, with its default, and the README
+ * domain adds its keys here when it lands, with its default, and the docs/operations.md
  * table lists them all.
  */
 
@@ -174,7 +174,7 @@ const rawSchema = z
     matchmaker_max_queue: positiveInt.default(10_000),
     /** `skill_based`: the skill window widens by 50 per this much waiting. */
     matchmaker_skill_widen_ms: positiveInt.default(5000),
-    /** How often each mode with bots and a person waiting gets bot tickets for the gap (lua-scripting 11: 8 s). */
+    /** How often each mode with bots and a person waiting gets bot tickets for the gap (8 s by default). */
     matchmaker_bot_fill_ms: positiveInt.default(8000),
     /** The game directory when env GAME_DIR is unset. */
     game_dir: z.string().min(1).optional(),
@@ -262,7 +262,7 @@ const rawSchema = z
 
 export type RawSettings = z.input<typeof rawSchema>;
 
-/** Every top-level setting name (the README's configuration table lists each one; a test checks). */
+/** Every top-level setting name (the configuration table of docs/operations.md lists each one; a test checks). */
 export const SETTING_NAMES: readonly string[] = Object.keys(rawSchema.shape);
 
 export interface Settings extends Omit<z.output<typeof rawSchema>, 'registration' | 'rate_limits' | 'guest_verifier_pepper'> {

@@ -9,7 +9,7 @@ import { debit, grant, listWallets, MAX_BALANCE, type Wallet } from './wallets';
 import { CommitAbandoned, guardOf, type CommitGuard } from '../platform/commit-guard';
 
 /**
- * `game.economy.*` for match and RPC scripts (lua-scripting 7.6): the same
+ * `game.economy.*` for match and RPC scripts (grant, debit, balance, purchase; amounts truncated toward zero): the same
  * services as REST, one transaction each, the same wallet locks. Answers are
  * envelopes: `{ok = value}`, or `{error = reason}` with the reasons
  * `insufficient_funds`, `listing_inactive`, `listing_not_found`,
@@ -35,7 +35,7 @@ export function refusal(err: unknown): JsonValue {
   throw err;
 }
 
-/** Rows reach Lua without `id`, `inserted_at`, `updated_at` (lua-scripting 7.1). */
+/** Rows reach Lua without `id`, `inserted_at`, `updated_at`, as every binding's result rows do. */
 function forLua(row: Record<string, unknown>): JsonValue {
   const { id: _id, inserted_at: _i, updated_at: _u, ...rest } = row;
   return rest as JsonValue;

@@ -5,7 +5,7 @@ import { isPlayerId, saturate, type Standing } from './board';
 import type { Leaderboards } from './leaderboards';
 
 /**
- * `game.leaderboard.*` for match and RPC scripts (lua-scripting 7.8). The
+ * `game.leaderboard.*` for match and RPC scripts (no client-submit opt-in needed). The
  * boards are in the host's memory, so every call answers at once, from a
  * worker through the binding channel too. Scores are truncated toward zero
  * and held to 64 bits; over Lua they travel as numbers, exact within
@@ -63,7 +63,7 @@ function bounded(n: number, max: number): number {
   return Math.min(max, Math.max(1, Math.trunc(n)));
 }
 
-/** Rows reach Lua without `updated_at` (lua-scripting 7.1). */
+/** Rows reach Lua without `updated_at`, as every binding's result rows reach it without timestamps. */
 function forLua(s: Standing): JsonValue {
   return { player_id: s.playerId, score: Number(s.score), sub_score: Number(s.subScore), rank: s.rank };
 }

@@ -9,7 +9,7 @@ import { KEY_WORDS, RankedTree } from './ranked-tree';
  * JavaScript object, so a board of a million entries costs the collector
  * a handful of arrays.
  *
- * Order (rest-payloads 6 and decision 0032): by score in the board's
+ * Order (decision 0032): by score in the board's
  * direction, then by sub-score in the same direction, then by player id
  * ascending in byte order. Ranks are positions, 1-based.
  */

@@ -12,7 +12,7 @@ export interface LeaderboardObserver {
 }
 
 /**
- * This node's boards (service.md 4.7: boards are node-local). A board opens
+ * This node's boards (held in this node's memory). A board opens
  * on its first submission, with the rules the `leaderboards` setting gives
  * its id (highest score first, best score kept, by default); reads never
  * open one. REST, game scripts and the flush job all go through here.

@@ -101,7 +101,7 @@ export interface BotsConfig {
   names: string[];
 }
 
-/** A world mode's globals after defaults (each documented in the README's "Writing a world"). */
+/** A world mode's globals after defaults (each documented in docs/worlds.md). */
 export interface WorldSettings {
   /** Milliseconds between world ticks. */
   tick_rate: number;

@@ -1,5 +1,5 @@
 /**
- * A bot script's VM (lua-scripting 11): `think(bot_id, state)` returns the
+ * A bot script's VM: `think(bot_id, state)`, called after every tick with the bot's view, returns the
  * bot's next input. There is no `game` table, `require` is rooted at the
  * bot script's directory, and whatever a `think` call writes to what the
  * script holds between calls (globals, module-level locals, the tables they
@@ -15,7 +15,7 @@ import { isObjectJson, MarshalError, pushJson, stringObject, toJson } from './ma
 import { SNAPSHOT_MAX_ENTRIES, VmSnapshot, type Reached } from './snapshot';
 import { lua, MODULE_CACHE, to_luastring } from './vm';
 
-/** Wall-clock budget of one `think` (lua-scripting 9.3). */
+/** Wall-clock budget of one `think`: 50 ms. */
 export const THINK_MS = 50;
 
 const THINK = stringObject('think');

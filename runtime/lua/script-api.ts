@@ -136,7 +136,7 @@ export function installGameTable(sandbox: Sandbox, context: GameTableContext): v
     lua.lua_setfield(L, -2, luaString('set_joinable'));
     lua.lua_setfield(L, -2, luaString('match'));
   } else if (context.kind !== 'rpc') {
-    // World and zone scripts get an error envelope, not a nil index (lua-scripting 7.2).
+    // World and zone scripts get an error envelope, not a nil index: `game.match.*` belongs to match VMs only.
     pushTable(L, { set_joinable: (L) => envelopeError(L, 'game.match is available to match scripts only') });
     lua.lua_setfield(L, -2, luaString('match'));
   }

@@ -5,7 +5,7 @@ import { bytesToBase64Url, constantTimeEqual, randomBytes, sha256Hex } from '../
 import { authenticateOperator, CAPABILITIES, OPERATOR_LABEL_MAX, operatorLabel, type Capability, type Operator } from './operators';
 
 /**
- * Browser sessions of the operator console (spec 4.15, 5.5). A session is
+ * Browser sessions of the operator console (12 hours, node-local, gone when the node restarts). A session is
  * opened with the operator secret and then travels as two cookies: the
  * HttpOnly session id, and a readable CSRF token the console echoes in
  * `x-csrf-token`, which a cross-site page can neither read nor forge.

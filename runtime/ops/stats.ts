@@ -4,7 +4,7 @@ import type { OpsStats } from '../schemas/ops';
 /**
  * `GET /ops/stats`: one node's health, as Node measures it. The reference
  * names its fields after another runtime's internals (process counts, run
- * queues, memory pools); the README maps each to the Node figure that answers
+ * queues, memory pools); docs/operator-api.md maps each to the Node figure that answers
  * the same question here, and leaves out the ones with no honest counterpart.
  */
 

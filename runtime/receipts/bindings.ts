@@ -11,7 +11,7 @@ import { findReceipt, redeemReceipt, type ReceiptRow } from './redemption';
 /**
  * `game.receipts.*` for match and RPC scripts (decision 0035): reading and
  * redeeming the store receipts `POST /iap/*` verified and recorded. Scripts
- * never verify a receipt (service.md 4.6); they only learn whether one is
+ * never verify a receipt (only the IAP routes verify and record); they only learn whether one is
  * recorded for a player and turn it into currency once.
  *
  * Answers are envelopes: `get` → `{ok = receipt}`, `redeem` → `{ok = {{currency,
@@ -64,7 +64,7 @@ function grantsOf(grants: JsonValue | undefined): Map<string, number> | string {
   return map;
 }
 
-/** The receipt as scripts see it (lua-scripting 7.1: no `id`, `inserted_at`). */
+/** The receipt as scripts see it: without `id` and `inserted_at`, as every binding's result rows. */
 function receiptForLua(row: ReceiptRow): JsonValue {
   return {
     player_id: row.player_id,

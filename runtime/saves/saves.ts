@@ -8,7 +8,7 @@ import { SLOTS_MAX, type CloudSaveView, type SaveSummary, type SaveWrite } from 
 
 /**
  * Cloud saves: up to ten named slots per player, each a JSON document with a
- * version for optimistic concurrency (rest-payloads 17). There is no delete:
+ * version for optimistic concurrency (starting at 1, +1 per write). There is no delete:
  * a save goes with its player's erasure.
  *
  * A player's save writes queue on their `players` row (`FOR NO KEY UPDATE`,

@@ -3,7 +3,7 @@ import { idOf, IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';
 import { ruled } from './rules';
 
 /**
- * Wallets, the ledger, the store and inventories (rest-payloads 9 and 10).
+ * Wallets, the ledger, the store and inventories (the public wallet is `{currency, balance}`; a purchase adds one item).
  * Amounts, balances, prices and quantities are integers.
  */
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { isStorableText, UNSTORABLE_TEXT } from '../platform/text';
 import { clampedInt, IsoTime, Uuid } from './common';
 
-/** Leaderboards over REST (rest-payloads 6; decision 0032 for `sub_score`). */
+/** Leaderboards over REST: entries with whole-board ranks, `sub_score` stored and breaking ties (decision 0032). */
 
 /** Any string of 1-255 characters names a board. */
 export const BoardId = z.string().min(1).max(255).refine(isStorableText, UNSTORABLE_TEXT);

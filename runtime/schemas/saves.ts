@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { IsoTime, Uuid } from './common';
 import { storedValue, StoredName } from './storage';
 
-/** Cloud saves over REST (rest-payloads 17): up to ten named slots per player, versioned. */
+/** Cloud saves over REST: up to ten named slots per player, versioned (starting at 1, +1 per write). */
 
 export const SLOTS_MAX = 10;
 

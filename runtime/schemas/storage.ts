@@ -6,12 +6,12 @@ import { idOf, IsoTime, pageQuery, Text, Uuid } from './common';
 import { coded, ruled } from './rules';
 
 /**
- * Storage objects over REST (rest-payloads 18 with the binding decision on
+ * Storage objects over REST (rows per player; `read_perm` and `write_perm`, each `public` or `owner`, are the
  * perms): every route addresses the caller's rows unless `?owner=` names
  * another player, whose rows then answer as their perms allow.
  */
 
-/** What a save's `data` or a storage object's `value` may weigh, JSON-encoded (spec 8: 256 KB). */
+/** What a save's `data` or a storage object's `value` may weigh, JSON-encoded: 256 KB over REST. */
 export const STORED_VALUE_MAX_BYTES = 262_144;
 
 /** True when the value's JSON encoding fits the bound (REST bodies and script writes alike). */

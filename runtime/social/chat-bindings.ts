@@ -8,7 +8,7 @@ import { contentProblem, postMessage } from './messages';
 
 /**
  * `game.chat.send(channel_id, sender_id, content)` for every script VM
- * (lua-scripting 7.4): the message goes the way a client's `chat.send`
+ * (three strings; the sender need not be a member): the message goes the way a client's `chat.send`
  * goes once accepted, through `postMessage` (the node's group commit, then
  * the channel's members on every node through the `message_stored` effect),
  * so history and live delivery cannot tell a script's message from a

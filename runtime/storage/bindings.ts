@@ -7,7 +7,7 @@ import { fitsStoredValue, NAME_MAX, StoredName } from '../schemas/storage';
 import { findObject, putObject, type ObjectAddress, type StoredRow } from './storage';
 
 /**
- * `game.storage.*` for match and RPC scripts (lua-scripting 7.7). Scripts
+ * `game.storage.*` for match and RPC scripts (`get`/`set` owner-less, `player_get`/`player_set` a player's). Scripts
  * are the server: they read and write any player's rows whatever the perms,
  * and they alone reach the owner-less namespace (`get`/`set`). A script write
  * keeps the perms of an existing row (only its owner sets them, over REST);
@@ -30,7 +30,7 @@ function isName(v: JsonValue | undefined): v is string {
   return typeof v === 'string' && v !== '' && StoredName.safeParse(v).success;
 }
 
-/** The row as scripts see it (lua-scripting 7.1: no `id`, `inserted_at`, `updated_at`). */
+/** The row as scripts see it: without `id`, `inserted_at`, `updated_at`, as every binding's result rows. */
 function rowForLua(row: StoredRow): JsonValue {
   return {
     collection: row.collection,

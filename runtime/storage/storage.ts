@@ -10,7 +10,7 @@ import type { CollectionQuery, StorageObjectView, StorageWrite } from '../schema
 
 /**
  * Storage objects: JSON values under (collection, key), one row per owner
- * (spec 4.12: a collection name is not shared across players), plus the
+ * (a collection name is not shared across players), plus the
  * owner-less namespace only game scripts reach (`player_id` null).
  *
  * Over REST a player addresses their own rows, or with `owner` another

@@ -9,7 +9,7 @@ import { cancelTournament, parseRankRange } from './tournaments';
 
 /**
  * Tournaments as the game declares them, in the `tournaments` section of its
- * catalogue file (README "Tournaments"). The slug is the declaration's
+ * catalogue file (docs/rest-api.md, "Tournaments"). The slug is the declaration's
  * identity: the table row it becomes keeps its id across edits and restarts.
  */
 

@@ -17,7 +17,7 @@ export function launchChromium(): Promise<Browser> {
 
 /**
  * Where a browser test leaves its screenshot `name`: a temporary directory,
- * or the README's pictures when SVC_SCREENSHOTS names that directory
+ * or the documentation's pictures when SVC_SCREENSHOTS names that directory
  * (`SVC_SCREENSHOTS=docs/screenshots npm test` refreshes them), so that an
  * ordinary test run never rewrites tracked files.
  */

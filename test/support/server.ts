@@ -8,7 +8,7 @@ import { allRoutes } from '../../handlers/routes';
 import { answerOf, requestInit, type Answer, type CallOptions } from './calls';
 import { freshDatabase } from './database';
 
-/** Test configuration raises the per-IP buckets as spec part 8 describes. */
+/** Test configuration raises the per-IP buckets (`auth`, `register`, `iap`, `api`) to 1000, as development and test configuration may. */
 export const TEST_RATE_LIMITS = {
   auth: { limit: 1000, window: 1000 },
   register: { limit: 1000, window: 1000 },

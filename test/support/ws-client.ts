@@ -117,7 +117,7 @@ export async function connectPlayer(server: TestServer, prefix = 'p'): Promise<{
   return { socket, playerId: player.playerId, token: player.token };
 }
 
-/** An `error` frame of wire-protocol 13: reason, code, prose, details object, and `payload.type` only when named. */
+/** An `error` frame: reason (always present), code, prose, details object, and `payload.type` only on the frames that carry it. */
 export function expectErrorFrame(f: Frame, reason: string, code: string, type?: string): void {
   expect(f.type).toBe('error');
   expect(f.payload.reason).toBe(reason);

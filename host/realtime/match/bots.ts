@@ -1,6 +1,6 @@
 /**
  * The main thread's side of bots in matches: `game.bots.add` / `remove`
- * (lua-scripting 7.5) carried out after the script's call, the votes bots
+ * (match VMs only, asynchronous) carried out after the script's call, the votes bots
  * cast (a random option 1-4 s after `vote_start`), and the think times the
  * lanes report. A bot is a player without a socket: it joins through the
  * same `joinInto` as a human, so the script's `join`, `max_players`, the

@@ -1,5 +1,5 @@
 /**
- * A match's phases (lua-scripting.md 4.10): the shared phase engine
+ * A match's phases (declared once per match by `phases(config)` in a probe VM): the shared phase engine
  * (runtime/phases/phases.ts, the one worlds use) driven by one match VM.
  *
  * The clock is the match's own: it starts at 0 when the match is created
