@@ -8,7 +8,7 @@ import { sql, type Kysely } from 'kysely';
 // negative or an empty stack is a bug that must fail the transaction, not a
 // row. Foreign keys to players never cascade (runtime/platform/erasure.ts).
 export async function up(db: Kysely<unknown>): Promise<void> {
-  // Ours: the spec keeps currencies as bare strings on wallets and listings;
+  // Ours: the API carries currencies as bare strings on wallets and listings;
   // a table lets the database refuse a wallet in a currency the game never declared.
   await db.schema
     .createTable('currencies')

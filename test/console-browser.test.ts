@@ -141,7 +141,7 @@ afterAll(async () => {
 });
 
 describe('the operator console in Chromium', () => {
-  it('signs in with the secret (a wrong one is refused) and sets the cookies as the spec says', async () => {
+  it('signs in with the secret (a wrong one is refused) and sets the session and CSRF cookies', async () => {
     const res = await page.goto(`${s.url}/console`);
     expect(res!.status()).toBe(200);
     expect(res!.headers()['content-security-policy']).toContain("script-src 'self'");

@@ -107,7 +107,7 @@ describe('the handler library embedded in workerd', () => {
     expect(await me.json()).toMatchObject({ id: pair.player_id, username: 'embedded_1' });
     const anonymous = await mf.dispatchFetch(`http://svc.example/api/v1/players/${pair.player_id}`);
     expect(anonymous.status).toBe(401);
-    // Every member of the Ctx is the host's: receipts with no store configured answer as the spec says.
+    // Every member of the Ctx is the host's: receipts with no store configured answer 422 iap.verification_failed naming the missing setting.
     const text = JSON.stringify({ signed_transaction: 'a.b.c' });
     const receipt = await mf.dispatchFetch('http://svc.example/api/v1/iap/apple', {
       method: 'POST',

@@ -14,7 +14,7 @@ import { startTestServer, type TestServer } from './support/server';
  * constraint refuses the fabricated values; then add the values here.
  */
 const FIXTURES: Record<string, Record<string, unknown>> = {};
-/** Columns the spec keeps with the player reference set to null. */
+/** Columns an erasure keeps, with the player reference set to null: receipts and group creators. */
 const KEPT_SEVERED = ['iap_transactions.player_id', 'groups.creator_id'];
 
 let s: TestServer;

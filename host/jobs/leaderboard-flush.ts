@@ -2,7 +2,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { flushBoards, reloadBoards, type FlushOutcome } from '../../runtime/leaderboards/entries';
 import { IntervalJob } from './interval-job';
 
-/** The spec's first window: the first flush comes at most this long after boot, whatever the interval. */
+/** The first window: the first flush comes at most this long (30 s) after boot, whatever the interval. */
 const FIRST_WINDOW_MS = 30_000;
 
 /**
