@@ -6,7 +6,8 @@ import { readJson } from './body';
 import { json, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
 import { restInput, type LegacyKey } from './input';
 import { isStorableText, UNSTORABLE_TEXT } from '../runtime/platform/text';
-import type { Capability, Operator } from '../runtime/ops/operators';
+import type { Capability } from '../runtime/contracts/capabilities';
+import type { Operator } from '../runtime/ops/operators';
 
 /**
  * A REST route as a contract: what it takes (params, query, body), what it

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { systemClock, type Clock, type Ctx, type GameDeclarations, type LiveState } from '../runtime/contracts/context';
+import { systemClock, type Clock, type Ctx, type GameDeclarations } from '../runtime/contracts/context';
+import type { LiveState } from '../runtime/contracts/live';
 import { createIdentityProviders } from '../runtime/accounts/identities';
 import { createReceiptVerifiers } from '../runtime/receipts/stores';
 import { uuidv7Source } from '../runtime/platform/ids';
@@ -18,7 +19,7 @@ import { TokenCache } from './infra/token-cache';
 import { TokenLookups } from './infra/token-lookups';
 import { ProfileCache } from '../runtime/players/profile-cache';
 import { Leaderboards } from '../runtime/leaderboards/leaderboards';
-import type { NodeProbe } from '../runtime/ops/stats';
+import type { NodeProbe } from '../runtime/contracts/services';
 import type { Fleet } from './fleet/fleet';
 import { ConsoleSessions } from '../runtime/ops/console-sessions';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Board, INT64_MAX, INT64_MIN, type BoardRules, type EntryRow } from '../runtime/leaderboards/board';
+import type { EntryRow } from '../runtime/contracts/services';
+import { Board, INT64_MAX, INT64_MIN, type BoardRules } from '../runtime/leaderboards/board';
 
 // The in-memory board against a naive model: a map of entries sorted in full
 // on every read. Randomised, with a seeded generator so a failure replays.

@@ -11,7 +11,7 @@ import { route, type Auth, type Route } from '../handlers/contract';
 import { allRoutes } from '../handlers/routes';
 import { runOps } from '../host/ops/commands';
 import { parseSettings } from '../runtime/contracts/settings';
-import { CAPABILITIES, type Capability } from '../runtime/ops/operators';
+import { CAPABILITIES, type Capability } from '../runtime/contracts/capabilities';
 import { writeAudit } from '../runtime/platform/audit';
 import { registerPlayer } from './support/accounts';
 import { expectOpsDenied, OPS_SECRET, opsGet, opsToken } from './support/ops';

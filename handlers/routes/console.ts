@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CAPABILITIES } from '../../runtime/ops/operators';
+import { CAPABILITIES } from '../../runtime/contracts/capabilities';
 import { ConsoleSignIn, endConsoleSession, openConsoleSession, readConsoleSession } from '../../runtime/ops/console-sessions';
 import { Success } from '../../runtime/schemas/common';
 import { Answer, route, type Route } from '../contract';

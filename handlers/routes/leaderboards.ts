@@ -1,5 +1,5 @@
 import { ApiError, validationFailed } from '../../runtime/contracts/errors';
-import type { Standing } from '../../runtime/leaderboards/board';
+import type { Standing } from '../../runtime/contracts/services';
 import { isoSeconds } from '../../runtime/platform/database';
 import {
   AroundPath,

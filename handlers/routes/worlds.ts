@@ -1,7 +1,7 @@
 import { ApiError } from '../../runtime/contracts/errors';
 import { FrameError } from '../../runtime/contracts/frames';
 import { WorldCreateBody, WorldId, WorldList, WorldListing, WorldListQuery } from '../../runtime/schemas/worlds';
-import type { LiveWorlds } from '../../runtime/worlds/worlds';
+import type { LiveWorlds } from '../../runtime/contracts/live';
 import { Answer, route, type Route } from '../contract';
 
 /**

@@ -1,6 +1,6 @@
 import type { Principal, TokenResolver } from '../../runtime/contracts/context';
 import type { ServerFrame } from '../../runtime/contracts/frames';
-import type { ChatPush } from '../../runtime/social/chat';
+import type { ChatPush } from '../../runtime/contracts/live';
 import type { Logger } from '../../runtime/platform/log';
 import { tokenHash, type TokenCache } from '../infra/token-cache';
 import type { SessionRegistry } from '../realtime/sessions';
@@ -11,7 +11,7 @@ import type { Gateway } from '../realtime/gateway';
 import { FleetLeaderboards } from './leaderboards';
 import { endedSessions, type HeldSession } from '../../runtime/accounts/tokens';
 import type { Db } from '../../runtime/platform/database';
-import type { Leaderboards } from '../../runtime/leaderboards/leaderboards';
+import type { NodeLeaderboards } from '../../runtime/contracts/services';
 import type { ProfileCache } from '../../runtime/players/profile-cache';
 
 /** Where the fleet's Redis is: `REDIS_URL`, `REDIS_PREFIX`, `SVC_NODE_ID`. */
@@ -220,7 +220,7 @@ export class Fleet {
   }
 
   /** Keeps this node's boards the same as every other node's (host/fleet/leaderboards.ts). */
-  serveLeaderboards(boards: Leaderboards): FleetLeaderboards {
+  serveLeaderboards(boards: NodeLeaderboards): FleetLeaderboards {
     return new FleetLeaderboards(this.bus, boards, this.presence, this.log);
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Leaderboards } from '../../runtime/leaderboards/leaderboards';
+import type { NodeLeaderboards } from '../../runtime/contracts/services';
 import type { Logger } from '../../runtime/platform/log';
 import type { Bus } from './bus';
 import type { FleetPresence } from './presence';
@@ -41,7 +41,7 @@ export class FleetLeaderboards {
 
   constructor(
     private readonly bus: Bus,
-    private readonly boards: Leaderboards,
+    private readonly boards: NodeLeaderboards,
     private readonly presence: FleetPresence,
     private readonly log: Logger,
   ) {

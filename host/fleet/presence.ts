@@ -1,4 +1,4 @@
-import type { Presence } from '../../runtime/social/presence';
+import type { Presence } from '../../runtime/schemas/presence';
 import type { Logger } from '../../runtime/platform/log';
 import type { Bus } from './bus';
 

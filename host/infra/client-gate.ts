@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ClientGate } from '../../runtime/accounts/client-gate';
+import type { ClientGate } from '../../runtime/contracts/services';
 import { SettingsError } from '../../runtime/contracts/settings';
 
 /**

@@ -3,8 +3,8 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FailureKind } from '../../runtime/lua/api';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from '../../runtime/contracts/settings';
 import { clientFrames, serverPushes } from '../../runtime/schemas/wire';
-import type { NodeProbe } from '../../runtime/ops/stats';
-import type { MatchmakerSample } from '../../runtime/matches/matches';
+import type { NodeProbe } from '../../runtime/contracts/services';
+import type { MatchmakerSample } from '../../runtime/contracts/live';
 import type { PoolUse } from '../infra/database';
 
 /** A count a hot path bumps in place; folded into its counter when scraped. */

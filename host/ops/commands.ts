@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { CAPABILITIES, isCapability, mintOperatorToken, TOKEN_TTL_MAX_S, type Capability } from '../../runtime/ops/operators';
+import { CAPABILITIES, type Capability } from '../../runtime/contracts/capabilities';
+import { isCapability, mintOperatorToken, TOKEN_TTL_MAX_S } from '../../runtime/ops/operators';
 import { loadConfig } from '../config';
 
 /**

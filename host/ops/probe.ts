@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
-import type { NodeProbe, NodeSample } from '../../runtime/ops/stats';
+import type { NodeProbe, NodeSample } from '../../runtime/contracts/services';
 import type { LiveHost } from '../realtime/live';
 
 /** Event-loop figures describe the last complete window of this length (the first one until it completes). */

@@ -3,18 +3,14 @@ import {
   CHANNELS_PER_CONNECTION,
   insertChatMessages,
   mayUseChannel,
-  type ChatDelivery,
-  type ChatPush,
-  type StampedChatMessage,
-  type LiveChat,
-  type WorldRoster,
 } from '../../runtime/social/chat';
+import type { Channel, ChatDelivery, ChatPush, LiveChat, StampedChatMessage, WorldRoster } from '../../runtime/contracts/live';
 import type { Ctx } from '../../runtime/contracts/context';
 import { databaseFault } from '../../runtime/platform/database';
 import { sendDirectMessage } from '../../runtime/social/dm';
 import { postMessage, requireUnblocked } from '../../runtime/social/messages';
 import { FrameError } from '../../runtime/contracts/frames';
-import { chatJoin, chatLeave, chatSend, parseChannel, type Channel, type ChatSend } from '../../runtime/schemas/chat';
+import { chatJoin, chatLeave, chatSend, parseChannel, type ChatSend } from '../../runtime/schemas/chat';
 import { dmSend, type DmSend } from '../../runtime/schemas/dm';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
-import type { Ctx, LiveState } from '../../runtime/contracts/context';
+import type { Ctx } from '../../runtime/contracts/context';
+import type { LiveState } from '../../runtime/contracts/live';
 import { ApiError } from '../../runtime/contracts/errors';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type FailureKind, type GameInfo, type JsonObject } from '../../runtime/lua/api';

@@ -3,7 +3,7 @@ import { ApiError } from '../../runtime/contracts/errors';
 import { byteLength, FrameError } from '../../runtime/contracts/frames';
 import { matchmakerAdd, matchmakerRemove } from '../../runtime/schemas/matchmaker';
 import type { ModeInfo } from '../../runtime/lua/api';
-import type { LiveMatchmaker, MatchmakerQueued, MatchmakerSample, MatchmakerTicketView } from '../../runtime/matches/matches';
+import type { LiveMatchmaker, MatchmakerQueued, MatchmakerSample, MatchmakerTicketView } from '../../runtime/contracts/live';
 import type { MatchHost } from './match/match-host';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway } from './gateway';

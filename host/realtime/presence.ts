@@ -1,7 +1,7 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { acceptedFriendIds, acceptedFriendsOf } from '../../runtime/social/friends';
-import type { LivePresence, Presence } from '../../runtime/social/presence';
-import { DEFAULT_STATUS } from '../../runtime/schemas/presence';
+import type { LivePresence } from '../../runtime/contracts/live';
+import { DEFAULT_STATUS, type Presence } from '../../runtime/schemas/presence';
 import { presenceUpdate, type PresenceUpdate } from '../../runtime/schemas/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';

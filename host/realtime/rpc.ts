@@ -1,5 +1,6 @@
 import { databaseFault, databaseFaultError } from '../../runtime/platform/database';
-import type { Ctx, RpcDispatcher } from '../../runtime/contracts/context';
+import type { Ctx } from '../../runtime/contracts/context';
+import type { RpcDispatcher } from '../../runtime/contracts/live';
 import { ApiError, ERROR_STATUS, type ErrorCode } from '../../runtime/contracts/errors';
 import { isPlainObject, rpcErrorFrame, type ClientFrame } from '../../runtime/contracts/frames';
 import { rpcCall, rpcParams } from '../../runtime/schemas/rpc';

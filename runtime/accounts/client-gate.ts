@@ -1,5 +1,6 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
+import type { ClientGateInput, ClientGateVerdict } from '../contracts/services';
 
 /**
  * The client gate: an operator-supplied function that vets
@@ -16,21 +17,6 @@ import { ApiError } from '../contracts/errors';
  * answer fails closed (reason `client_gate_unavailable`) unless
  * `client_gate_on_error` is `skip`.
  */
-export interface ClientGateInput {
-  /** Peer address after the trusted-proxy rule. */
-  ip: string;
-  /** Request headers, lower-case names; credentials (authorization, cookie) removed. */
-  headers: Record<string, string>;
-  /** The request path, e.g. `/api/v1/auth/register`. */
-  path: string;
-  /** The body's `token` on `/auth/oauth`; absent elsewhere. Never a password. */
-  token?: string;
-}
-
-export type ClientGateVerdict = { action: 'allow' | 'skip' } | { action: 'deny'; reason: string };
-
-export type ClientGate = (input: ClientGateInput) => Promise<unknown> | unknown;
-
 /** The part of a request the gate sees: its path and headers (any host's request shape has these). */
 export interface GatedRequest {
   readonly url: string;

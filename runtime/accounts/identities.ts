@@ -4,6 +4,7 @@ import type { Clock, Ctx } from '../contracts/context';
 import { randomBytes } from '../platform/crypto';
 import { isUniqueViolation, jsonb } from '../platform/database';
 import { ApiError } from '../contracts/errors';
+import type { IdentityProviders, ProviderIdentity } from '../contracts/services';
 import type { Logger } from '../platform/log';
 import { oidcVerifiers, rejected, type OutboundFetch } from './oidc';
 import { assertRegistrationAllowed } from './registration';
@@ -17,24 +18,6 @@ import { issueTokenPair } from './tokens';
  * A row of `player_identities` ties one (provider, provider_uid) to one
  * player; the unique constraint on that pair is what settles every race.
  */
-
-/** What a provider vouched for. */
-export interface ProviderIdentity {
-  provider: string;
-  uid: string;
-  email: string | null;
-  displayName: string | null;
-  /** Provider flags to store (and refresh on later sign-ins); null when the provider gives none. */
-  metadata: Record<string, unknown> | null;
-}
-
-/** `ctx.identity`: token verification for every configured provider. */
-export interface IdentityProviders {
-  /** False for an unknown name or a provider this deployment did not configure. */
-  supports(provider: string): boolean;
-  /** Resolves the identity or throws 401 `auth.unsupported_provider` / `auth.provider_rejected` (with `details.reason`). */
-  verify(provider: string, token: string): Promise<ProviderIdentity>;
-}
 
 export interface IdentityProviderOptions {
   settings: Settings;

@@ -1,3 +1,4 @@
+import type { PasswordHasher } from '../contracts/services';
 import { base64ToBytes, bytesToBase64, constantTimeEqual, randomBytes } from '../platform/crypto';
 
 /**
@@ -17,23 +18,6 @@ const MAX_ITERATIONS = 10_000_000;
 // Verifying against no account still derives a key at the current cost, so
 // an unknown username and a wrong password take the same time.
 const DUMMY_SALT = new Uint8Array(SALT_BYTES);
-
-/**
- * What services call (through `ctx.passwords`). The host bounds how many
- * derivations run at once: each one pins a CPU core for tens of milliseconds,
- * and a login storm that took every core would stall the event loop serving
- * cheap reads. Queued derivations wait their turn instead.
- */
-export interface PasswordHasher {
-  /** Hashes at the current `pbkdf2_iterations`. */
-  hash(password: string): Promise<string>;
-  /**
-   * See `verifyPassword`; a null `stored` costs the same as a wrong password.
-   * Given a loader, it runs once a slot is free, so a queued login holds no
-   * database work until its turn comes.
-   */
-  verify(password: string, stored: string | null | (() => Promise<string | null>)): Promise<boolean>;
-}
 
 export function passwordHasher(options: { iterations: () => number; concurrency: number }): PasswordHasher {
   const slots = new Slots(Math.max(1, Math.floor(options.concurrency)));

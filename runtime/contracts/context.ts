@@ -1,20 +1,19 @@
-import type { ProfileCache } from '../players/profile-cache';
-import type { LiveChat } from '../social/chat';
-import type { ClientGate } from '../accounts/client-gate';
 import type { DatabaseFault, Db } from '../platform/database';
-import type { IdentityProviders } from '../accounts/identities';
 import type { IdSource } from '../platform/ids';
 import type { Logger } from '../platform/log';
-import type { PasswordHasher } from '../accounts/passwords';
-import type { LiveMatches, LiveMatchmaker } from '../matches/matches';
-import type { LiveWorlds } from '../worlds/worlds';
-import type { LivePresence } from '../social/presence';
-import type { ReceiptVerifiers } from '../receipts/stores';
-import type { Leaderboards } from '../leaderboards/leaderboards';
-import type { NodeProbe } from '../ops/stats';
-import type { ConsoleSessions } from '../ops/console-sessions';
+import type { LiveState } from './live';
+import type {
+  CachedProfiles,
+  ClientGate,
+  ConsoleSessionStore,
+  ExtensionSet,
+  IdentityProviders,
+  NodeLeaderboards,
+  NodeProbe,
+  PasswordHasher,
+  ReceiptVerifiers,
+} from './services';
 import type { RateLimitGroup, RegistrationMode, Settings } from './settings';
-import type { InstalledExtensions } from '../extensions/installed';
 
 /**
  * The seam between the host-neutral handler library and whatever hosts it.
@@ -31,7 +30,7 @@ export interface Ctx {
   /** Resolves a bearer access token; the host caches with explicit eviction. */
   auth: TokenResolver;
   /** Public profiles this node has read, evicted by the effects of every change (runtime/players/profile-cache.ts). */
-  profiles: ProfileCache;
+  profiles: CachedProfiles;
   /** What the loaded game directory declares for the whole deployment. */
   game: GameDeclarations;
   readiness: {
@@ -66,38 +65,13 @@ export interface Ctx {
    */
   receipts: ReceiptVerifiers;
   /** This node's leaderboards, in memory (runtime/leaderboards/); the host writes them to the table on an interval. */
-  leaderboards: Leaderboards;
+  leaderboards: NodeLeaderboards;
   /** The host's measurements of its own process for `/ops/stats`; a host that keeps none leaves it out and those figures answer null. */
   probe?: NodeProbe;
   /** Console browser sessions, in this node's memory (runtime/ops/console-sessions.ts); a host without a console leaves it out. */
-  consoleSessions?: ConsoleSessions;
+  consoleSessions?: ConsoleSessionStore;
   /** The operator's extensions (setting `extensions`), loaded and checked at boot; a host without any leaves it out. */
-  extensions?: InstalledExtensions;
-}
-
-/** What REST handlers and other host services may reach of the real-time host. */
-export interface LiveState {
-  /** Sends a frame to every live socket of the player; returns how many got it. */
-  push(playerId: string, frame: { type: string; payload: Record<string, unknown> }): number;
-  /** Closes every socket of the player (normal close, no frame): erasure, revocation. */
-  disconnect(playerId: string): void;
-  /** Closes the sockets that authenticated with these access-token row ids (revocation). */
-  disconnectTokens(tokenIds: readonly string[]): void;
-  matches: LiveMatches;
-  /** Live worlds on this node (runtime/worlds/worlds.ts). */
-  worlds: LiveWorlds;
-  matchmaker: LiveMatchmaker;
-  rpc: RpcDispatcher;
-  /** Chat channels running on this node (runtime/social/chat.ts). */
-  chat: LiveChat;
-  /** Who is online here and with what status (runtime/social/presence.ts); the ops stats read `onlineCount()`. */
-  presence: LivePresence;
-}
-
-/** Extension and game-script RPC methods, one dispatcher for the socket and HTTP. */
-export interface RpcDispatcher {
-  /** Resolves to the result object; rejects with an `ApiError` (`rpc.unknown_method`, a declared code, or `internal`). */
-  call(method: string, params: Record<string, unknown>, caller: { playerId: string }): Promise<Record<string, unknown>>;
+  extensions?: ExtensionSet;
 }
 
 /** Deployment-wide globals of the game script; an operator setting overrides each. */

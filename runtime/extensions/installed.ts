@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../contracts/schema';
-import type { Extension } from './extension';
+import type { Extension } from '../contracts/extension';
+import type { ExtensionSet } from '../contracts/services';
 
 /** What an export holds for an extension without an export hook. */
 export const EXPORT_SKIPPED = { skipped: true, reason: 'no_export_hook' } as const;
@@ -28,7 +29,7 @@ export class ExtensionExportFailed extends Error {
 }
 
 /** The extensions this node runs, in the order the `extensions` setting lists them. */
-export class InstalledExtensions {
+export class InstalledExtensions implements ExtensionSet {
   constructor(readonly list: readonly Extension[]) {}
 
   /** Each extension's part of an export, read in the export's own snapshot. */

@@ -1,8 +1,8 @@
 import type { Clock } from '../contracts/context';
 import type { JsonValue, ScriptBinding } from '../lua/api';
 import { isStorableText } from '../platform/text';
-import { isPlayerId, saturate, type Standing } from './board';
-import type { Leaderboards } from './leaderboards';
+import type { NodeLeaderboards, Standing } from '../contracts/services';
+import { isPlayerId, saturate } from './board';
 
 /**
  * `game.leaderboard.*` for match and RPC scripts (no client-submit opt-in needed). The
@@ -18,7 +18,7 @@ const TOP = 'game.leaderboard.top(board_id, count): board_id a string, count a n
 const RANK = 'game.leaderboard.rank(board_id, player_id): board_id a string, player_id a player id';
 const AROUND = 'game.leaderboard.around(board_id, player_id, count): board_id a string, player_id a player id, count a number';
 
-export function leaderboardBindings(boards: Leaderboards, clock: Clock): Record<string, ScriptBinding> {
+export function leaderboardBindings(boards: NodeLeaderboards, clock: Clock): Record<string, ScriptBinding> {
   return {
     /** `true`, or `false` when the board would be one past `leaderboard_max_boards`. */
     submit: ([boardId, playerId, score, subScore]): JsonValue => {

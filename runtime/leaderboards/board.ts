@@ -1,3 +1,4 @@
+import type { EntryRow, LeaderboardBoard, Standing } from '../contracts/services';
 import { KEY_WORDS, RankedTree } from './ranked-tree';
 
 /**
@@ -21,24 +22,6 @@ export interface BoardRules {
   operator: Operator;
 }
 
-export interface Standing {
-  playerId: string;
-  score: bigint;
-  subScore: bigint;
-  /** 1-based position on the whole board. */
-  rank: number;
-  /** Epoch ms of the entry's last change. */
-  updatedAt: number;
-}
-
-/** What a flush writes for one entry. */
-export interface EntryRow {
-  playerId: string;
-  score: bigint;
-  subScore: bigint;
-  updatedAt: number;
-}
-
 /** How many leading entries a board keeps formatted (the routes' top limit). */
 const HEAD = 100;
 
@@ -53,7 +36,7 @@ export function isPlayerId(id: string): boolean {
   return UUID.test(id);
 }
 
-export class Board {
+export class Board implements LeaderboardBoard {
   /** Eight words per slot: score (2), sub-score (2), player id (4). Read by the tree. */
   keys: Uint32Array;
   #updatedAt: Float64Array;

@@ -3,8 +3,7 @@ import type { Db } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
 import type { IdSource } from '../platform/ids';
 import type { Logger } from '../platform/log';
-import type { EntryRow } from './board';
-import type { Leaderboards } from './leaderboards';
+import type { EntryRow, NodeLeaderboards } from '../contracts/services';
 
 registerErasable({ table: 'leaderboard_entries', column: 'player_id', mode: 'delete' });
 
@@ -27,7 +26,7 @@ export interface FlushOutcome {
  * then given back to the next flush, which also gets everything this one
  * had not reached.
  */
-export async function flushBoards(db: Db, boards: Leaderboards, ids: IdSource, log: Logger): Promise<FlushOutcome> {
+export async function flushBoards(db: Db, boards: NodeLeaderboards, ids: IdSource, log: Logger): Promise<FlushOutcome> {
   const outcome: FlushOutcome = { written: 0, dropped: 0, failed: 0 };
   for (const board of [...boards.boards()]) {
     for (let from = 0; from !== -1; ) {
@@ -73,7 +72,7 @@ async function upsert(db: Db, boardId: string, rows: EntryRow[], ids: IdSource):
 }
 
 /** Fills the boards from the table (boot), in pages along the unique key. Answers the entries loaded. */
-export async function reloadBoards(db: Db, boards: Leaderboards): Promise<number> {
+export async function reloadBoards(db: Db, boards: NodeLeaderboards): Promise<number> {
   let loaded = 0;
   let after: { board: string; player: string } | null = null;
   for (;;) {

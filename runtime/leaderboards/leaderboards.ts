@@ -1,15 +1,10 @@
 import type { Settings } from '../contracts/settings';
-import { Board, isPlayerId, type BoardRules, type EntryRow, type Standing } from './board';
+import type { EntryRow, LeaderboardObserver, NodeLeaderboards, Standing } from '../contracts/services';
+import { Board, isPlayerId, type BoardRules } from './board';
 
 type LeaderboardSettings = Pick<Settings, 'leaderboards' | 'leaderboard_max_boards' | 'leaderboard_client_submit'>;
 
 const DEFAULT_RULES: BoardRules = { order: 'desc', operator: 'best' };
-
-/** Told of every change made through this node, so a fleet can make it on every node (host/fleet/leaderboards.ts). */
-export interface LeaderboardObserver {
-  submitted(boardId: string, playerId: string, score: bigint, subScore: bigint, now: number): void;
-  erased(playerId: string): void;
-}
 
 /**
  * This node's boards (held in this node's memory). A board opens
@@ -17,7 +12,7 @@ export interface LeaderboardObserver {
  * its id (highest score first, best score kept, by default); reads never
  * open one. REST, game scripts and the flush job all go through here.
  */
-export class Leaderboards {
+export class Leaderboards implements NodeLeaderboards {
   readonly #boards = new Map<string, Board>();
   observer: LeaderboardObserver | null = null;
 

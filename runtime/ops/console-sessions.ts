@@ -2,7 +2,9 @@ import { z } from 'zod';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import { bytesToBase64Url, constantTimeEqual, randomBytes, sha256Hex } from '../platform/crypto';
-import { authenticateOperator, CAPABILITIES, OPERATOR_LABEL_MAX, operatorLabel, type Capability, type Operator } from './operators';
+import { CAPABILITIES, type Capability } from '../contracts/capabilities';
+import type { ConsoleSession, ConsoleSessionStore } from '../contracts/services';
+import { authenticateOperator, OPERATOR_LABEL_MAX, operatorLabel, type Operator } from './operators';
 
 /**
  * Browser sessions of the operator console (12 hours, node-local, gone when the node restarts). A session is
@@ -23,16 +25,8 @@ export const CONSOLE_SESSION_TTL_MS = 12 * 3600 * 1000;
 /** Sessions a node holds at most; the oldest goes first (each one took the secret to make). */
 const MAX_SESSIONS = 1000;
 
-interface ConsoleSession {
-  /** Public handle, named on audit rows (the cookie value never is). */
-  id: string;
-  csrf: string;
-  display: string;
-  expiresAt: number;
-}
-
 /** The node's console sessions, keyed by the SHA-256 of the cookie value. */
-export class ConsoleSessions {
+export class ConsoleSessions implements ConsoleSessionStore {
   readonly #sessions = new Map<string, ConsoleSession>();
 
   async open(display: string, now: number, newId: () => string): Promise<{ cookie: string; session: ConsoleSession }> {
@@ -89,7 +83,7 @@ function sameText(a: string, b: string): boolean {
 }
 
 /** The store, or the same 404 an unknown path answers while the console is off (or the host keeps no sessions). */
-function sessionsOf(ctx: Ctx, method: string, path: string): ConsoleSessions {
+function sessionsOf(ctx: Ctx, method: string, path: string): ConsoleSessionStore {
   if (!ctx.settings.console || !ctx.consoleSessions) throw new ApiError('not_found', `No route for ${method} ${path}.`);
   return ctx.consoleSessions;
 }
@@ -186,7 +180,7 @@ export async function endConsoleSession(ctx: Ctx, request: CookieRequest) {
  * console shows its sign-in form); a live one without the matching CSRF
  * header is 403, as a forged cross-site request would be.
  */
-async function consoleOperator(ctx: Ctx, sessions: ConsoleSessions, request: CookieRequest): Promise<Operator> {
+async function consoleOperator(ctx: Ctx, sessions: ConsoleSessionStore, request: CookieRequest): Promise<Operator> {
   const session = await sessions.find(request.cookie, ctx.clock.now());
   if (!session) throw new ApiError('unauthenticated');
   if (!request.csrf || !sameText(request.csrf, session.csrf)) throw new ApiError('forbidden');

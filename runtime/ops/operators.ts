@@ -1,4 +1,5 @@
 import { jwtVerify, SignJWT } from 'jose';
+import { CAPABILITIES, type Capability } from '../contracts/capabilities';
 import type { AuditActor } from '../platform/audit';
 import { constantTimeEqual } from '../platform/crypto';
 
@@ -9,10 +10,6 @@ import { constantTimeEqual } from '../platform/crypto';
  * and expires soon (decision 0036). Player tokens are never looked at here:
  * a bearer that is neither is simply not an operator.
  */
-
-/** The capability classes; every ops route declares exactly one. */
-export const CAPABILITIES = ['read', 'player_data', 'config', 'erasure'] as const;
-export type Capability = (typeof CAPABILITIES)[number];
 
 export function isCapability(value: unknown): value is Capability {
   return typeof value === 'string' && (CAPABILITIES as readonly string[]).includes(value);

@@ -1,4 +1,5 @@
 import type { Ctx } from '../contracts/context';
+import type { NodeSample } from '../contracts/services';
 import type { OpsStats } from '../schemas/ops';
 
 /**
@@ -7,37 +8,6 @@ import type { OpsStats } from '../schemas/ops';
  * queues, memory pools); docs/operator-api.md maps each to the Node figure that answers
  * the same question here, and leaves out the ones with no honest counterpart.
  */
-
-/** What the host measures about its own process and real-time services; the handler library cannot (no `node:` imports). */
-export interface NodeSample {
-  /** `<hostname>:<pid>`: distinct per process, so two nodes behind one balancer tell apart. */
-  node: string;
-  uptime_ms: number;
-  /** Event-loop delay over the last complete window (how late a timer fires): the "run queue" question. */
-  event_loop_lag_p50_ms: number;
-  event_loop_lag_p99_ms: number;
-  event_loop_lag_max_ms: number;
-  /** Share of the same window the loop spent busy, 0 to 1. */
-  event_loop_utilization: number;
-  memory_rss: number;
-  memory_heap_used: number;
-  memory_heap_total: number;
-  /** Memory of C++ objects bound to JavaScript, array buffers included. */
-  memory_external: number;
-  memory_array_buffers: number;
-  /** Handles and requests keeping the loop alive (sockets, timers, files). */
-  active_handles: number;
-  script_workers: number;
-  live_matches: number;
-  live_worlds: number;
-  sockets: number;
-  /** Match tick lateness since the node started, 99th percentile. */
-  tick_lateness_p99_ms: number;
-}
-
-export interface NodeProbe {
-  sample(): NodeSample;
-}
 
 export function nodeStats(ctx: Pick<Ctx, 'probe' | 'live'>): OpsStats {
   const sample = ctx.probe?.sample() ?? null;

@@ -1,4 +1,4 @@
-import type { ChatDelivery } from '../social/chat';
+import type { ChatDelivery } from '../contracts/live';
 import type { Ctx } from '../contracts/context';
 
 /**

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../contracts/schema';
-import type { InstalledExtensions } from '../extensions/installed';
+import type { ExtensionSet } from '../contracts/services';
 
 /**
  * Erasing a player (self-erase, operator erase, guest reaping) is
@@ -55,7 +55,7 @@ export type ErasureCounts = Record<string, number>;
  * throws) rolls the erasure back before any core row is touched; the
  * parameter is required so no path can erase without asking them.
  */
-export async function erasePlayer(trx: Transaction<Database>, playerId: string, extensions: InstalledExtensions | undefined): Promise<ErasureCounts> {
+export async function erasePlayer(trx: Transaction<Database>, playerId: string, extensions: ExtensionSet | undefined): Promise<ErasureCounts> {
   await extensions?.eraseAll(trx, playerId);
   const counts: ErasureCounts = {};
   const ordered = [

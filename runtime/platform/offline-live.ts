@@ -1,4 +1,4 @@
-import type { LiveState } from '../contracts/context';
+import type { LiveState } from '../contracts/live';
 import { ApiError } from '../contracts/errors';
 import { FrameError } from '../contracts/frames';
 

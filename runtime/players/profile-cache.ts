@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Player } from '../schemas/players';
 import { withAnswerText } from '../platform/answer-text';
+import type { CachedProfiles } from '../contracts/services';
 
 /**
  * Public profiles this node has read, so that the most common read of the
@@ -15,7 +16,7 @@ import { withAnswerText } from '../platform/answer-text';
  * started before an eviction may carry the old row: it answers its own
  * request but is not kept (the epoch check), as in the token cache.
  */
-export class ProfileCache {
+export class ProfileCache implements CachedProfiles {
   readonly #entries: LRUCache<string, Player> | null;
   #epoch = 0;
   /** Told of every eviction made through this node, so a fleet can make it on every node. */

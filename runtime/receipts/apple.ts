@@ -1,7 +1,8 @@
 import { base64url, compactVerify, decodeProtectedHeader, importSPKI } from 'jose';
 import type { Clock } from '../contracts/context';
 import type { AppleReceiptView } from '../schemas/iap';
-import { ABSENT, storeText, verificationFailed, type VerifiedReceipt } from './receipts';
+import type { VerifiedReceipt } from '../contracts/services';
+import { ABSENT, storeText, verificationFailed } from './receipts';
 
 /**
  * The first store's receipts: StoreKit 2 signed transactions, compact JWS

@@ -3,7 +3,8 @@ import type { OutboundFetch } from '../accounts/oidc';
 import type { Clock } from '../contracts/context';
 import type { Logger } from '../platform/log';
 import type { GoogleReceiptView } from '../schemas/iap';
-import { ABSENT, storeText, verificationFailed, type VerifiedReceipt } from './receipts';
+import type { VerifiedReceipt } from '../contracts/services';
+import { ABSENT, storeText, verificationFailed } from './receipts';
 
 /**
  * The second store's receipts: the purchase is read from the store's

@@ -1,5 +1,6 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
+import type { VerifiedReceipt } from '../contracts/services';
 import { databaseFault, isUniqueViolation } from '../platform/database';
 import { registerErasable } from '../platform/erasure';
 import { isStorableText } from '../platform/text';
@@ -16,14 +17,6 @@ import type { AppleReceipt, AppleReceiptResult, GoogleReceipt, GoogleReceiptResu
 registerErasable({ table: 'iap_transactions', column: 'player_id', mode: 'nullify' });
 
 export type StoreProvider = 'apple' | 'google';
-
-/** What a store vouched for: the ids to record, and the answer's store fields. */
-export interface VerifiedReceipt<View> {
-  transactionId: string | null;
-  originalTransactionId: string | null;
-  productId: string | null;
-  view: View;
-}
 
 /** A store's refusal: the code is fixed; the store's story travels as a label in `details.reason`. */
 export function verificationFailed(reason: string): ApiError {

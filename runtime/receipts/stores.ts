@@ -1,18 +1,11 @@
 import type { OutboundFetch } from '../accounts/oidc';
 import type { Clock } from '../contracts/context';
+import type { ReceiptVerifiers } from '../contracts/services';
 import type { Settings } from '../contracts/settings';
 import type { Logger } from '../platform/log';
 import type { AppleReceiptView, GoogleReceiptView } from '../schemas/iap';
 import { AppleVerifier, type CertificateChain } from './apple';
 import { GooglePlayVerifier, type ServiceAccountKey } from './google';
-import type { VerifiedReceipt } from './receipts';
-
-/** `ctx.receipts`: each store's verification; both throw `iap.verification_failed` with a reason. */
-export interface ReceiptVerifiers {
-  apple(signedTransaction: string): Promise<VerifiedReceipt<AppleReceiptView>>;
-  /** Either argument undefined is the store check's own failure (`missing_required_fields`). */
-  google(productId: string | undefined, purchaseToken: string | undefined): Promise<VerifiedReceipt<GoogleReceiptView>>;
-}
 
 export interface ReceiptVerifierOptions {
   settings: Settings;

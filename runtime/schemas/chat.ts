@@ -1,25 +1,11 @@
 import { z } from 'zod';
 import { byteLength } from '../contracts/frames';
+import type { Channel } from '../contracts/live';
 import { CONTENT_MAX_BYTES, IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';
 import { DmPush } from './dm';
 import { clientFrame, type PushContract } from './frame';
 
 export const CHANNEL_ID_MAX_BYTES = 256;
-
-export type ChannelKind = 'global' | 'dm' | 'world' | 'zone' | 'prox' | 'room';
-
-export interface Channel {
-  id: string;
-  kind: ChannelKind;
-  /** `global:` name. */
-  name?: string;
-  /** `dm:` participants, ascending. */
-  players?: [string, string];
-  /** `world:`, `zone:`, `prox:`. */
-  worldId?: string;
-  /** `room:`. */
-  groupId?: string;
-}
 
 const UUID_LOWER = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const GLOBAL_RE = /^global:([A-Za-z0-9_.-]{1,64})$/;

@@ -7,7 +7,8 @@ import { isGroupMember } from './groups';
 import { blockPartnersQuery } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
 import type { ChatMessagesTable } from '../contracts/schema';
-import type { Channel, ChatMessageView } from '../schemas/chat';
+import type { Channel, ChatPush, NewChatMessage, StampedChatMessage } from '../contracts/live';
+import type { ChatMessageView } from '../schemas/chat';
 
 /**
  * Chat channels: channel ids, the membership rule shared by the socket and
@@ -32,50 +33,6 @@ registerErasable(
 
 export const CHANNELS_PER_CONNECTION = 32;
 export const CHANNEL_BUFFER = 100;
-
-/** A message as the socket pushes it (`chat.message`, and the body of `dm.message`). */
-export interface ChatPush {
-  channel_id: string;
-  sender_id: string;
-  content: string;
-  /** Epoch ms, unlike the ISO strings REST returns. */
-  sent_at: number;
-}
-
-/**
- * A stored message on its way to a channel's members (over a fleet's bus
- * too): the push, and the players who must not be shown it, those in a block
- * with its sender. Never sent to a socket as is.
- */
-export interface ChatDelivery extends ChatPush {
-  hidden_from?: readonly string[];
-}
-
-/** Who is in which world; the world host implements it. */
-export interface WorldRoster {
-  inWorld(playerId: string, worldId: string): boolean;
-}
-
-/** The node's chat channels, as REST handlers and other services reach them through `ctx.live.chat`. */
-export interface LiveChat {
-  /** The world host's roster, or null while no world host runs (then world channels refuse everyone). */
-  worlds(): WorldRoster | null;
-  /** Fans a stored message out to the connections joined to its channel (but the players it is hidden from) and keeps it in the channel's buffer. */
-  deliver(message: ChatDelivery): void;
-  /** Drops every connection of the player from the channel (left or kicked from the group). */
-  evict(playerId: string, channelId: string): void;
-  /** The running channel's in-memory buffer, oldest first; null when the channel is not running. */
-  recent(channelId: string): readonly ChatPush[] | null;
-  /** Up to `max` running channels, oldest first, each with its distinct players joined (the ops channel list). */
-  running(max: number): { channel_id: string; members: number }[];
-  /**
-   * The node's group commit: stores a stamped message along with the others
-   * arriving at the same time; rejects when it was not stored. Called only by
-   * `postMessage` (messages.ts). A node without one (REST only) stores each
-   * message with a statement of its own.
-   */
-  persist?(message: StampedChatMessage): Promise<void>;
-}
 
 /** Both participants name the same channel: `dm:<smaller id>:<larger id>`. */
 export function dmChannelId(a: string, b: string): string {
@@ -111,17 +68,6 @@ export async function mayUseChannel(ctx: Pick<Ctx, 'db' | 'settings' | 'live'>, 
       return isGroupMember(ctx.db, channel.groupId!, playerId);
   }
 }
-
-export interface NewChatMessage {
-  channel: Channel;
-  senderId: string;
-  content: string;
-  /** Direct messages only. */
-  recipientId?: string;
-  metadata?: Record<string, unknown>;
-}
-
-export type StampedChatMessage = NewChatMessage & { id: string; sentAt: number };
 
 /** Gives a message its id and time (ids are time-ordered, so history order is send order). */
 export function stampChatMessage(ctx: Pick<Ctx, 'ids' | 'clock'>, m: NewChatMessage): StampedChatMessage {

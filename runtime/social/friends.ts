@@ -8,7 +8,7 @@ import { betweenPair } from './blocks';
 import { dmChannelId } from './chat';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
 import { newestFirst } from '../platform/pages';
-import type { Presence } from './presence';
+import type { Presence } from '../schemas/presence';
 import type { Database, FriendshipsTable } from '../contracts/schema';
 import type { FriendAnswer, FriendListing, FriendQuery, FriendRequest, FriendshipView } from '../schemas/social';
 

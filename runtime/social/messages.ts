@@ -3,9 +3,9 @@ import { ApiError } from '../contracts/errors';
 import { afterCommit } from '../platform/effects';
 import { byteLength } from '../contracts/frames';
 import { isStorableText } from '../platform/text';
-import { chatPush, insertChatMessages, stampChatMessage, type ChatDelivery, type NewChatMessage } from './chat';
+import { chatPush, insertChatMessages, stampChatMessage } from './chat';
+import type { Channel, ChatDelivery, NewChatMessage } from '../contracts/live';
 import { CONTENT_MAX_BYTES } from '../schemas/common';
-import type { Channel } from '../schemas/chat';
 import { blockPartners, eitherBlocked } from './blocks';
 import type { Db } from '../platform/database';
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { ApiError } from '../contracts/errors';
-import type { LiveMatches } from '../matches/matches';
+import type { LiveMatches } from '../contracts/live';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import type { Vote as VoteView, VoteStatus } from '../schemas/votes';
 import type { Vote, VoteResult } from './engine';

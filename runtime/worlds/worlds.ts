@@ -13,17 +13,6 @@ import type { WorldListFilter, WorldListing } from '../schemas/worlds';
 /** Why a world could not be created; REST and the socket spell each differently. */
 export type WorldCreateFailure = 'world_capacity_reached' | 'player_world_limit_reached' | 'not_found' | 'wrong_mode_type' | 'world_server_not_started';
 
-export interface LiveWorlds {
-  /** Listed worlds that are loading or running, at most 500 ms stale. */
-  list(filter: Pick<WorldListFilter, 'mode' | 'has_capacity'>): WorldListing[];
-  /** Any live world by id, listed or not; null for an unknown id. */
-  get(id: string): WorldListing | null;
-  /** Creates a world owned by the player (who is not joined); rejects with a `FrameError` whose reason is a `WorldCreateFailure`. */
-  create(mode: string | null, ownerId: string): Promise<WorldListing>;
-  /** Whether the player is in that world now (chat channel membership). */
-  inWorld(playerId: string, worldId: string): boolean;
-}
-
 /** One zone as a persistent world saved it. */
 export interface ZoneSnapshot {
   x: number;

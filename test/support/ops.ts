@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import { mintOperatorToken, type Capability } from '../../runtime/ops/operators';
+import type { Capability } from '../../runtime/contracts/capabilities';
+import { mintOperatorToken } from '../../runtime/ops/operators';
 import type { Answer } from './calls';
 import type { TestServer } from './server';
 

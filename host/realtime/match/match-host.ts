@@ -1,7 +1,8 @@
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frames';
 import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/api';
-import { recordFinishedMatch, type LiveMatches } from '../../../runtime/matches/matches';
+import type { LiveMatches } from '../../../runtime/contracts/live';
+import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import {
   matchFindOrCreate,
   matchInput,

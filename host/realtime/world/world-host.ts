@@ -2,7 +2,8 @@ import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frames';
 import { isLimitKind, type JsonObject, type ModeInfo } from '../../../runtime/lua/api';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
-import { forgetWorld, loadPersistentWorlds, rememberWorld, saveSnapshot, type LiveWorlds, type ZoneSnapshot } from '../../../runtime/worlds/worlds';
+import type { LiveWorlds } from '../../../runtime/contracts/live';
+import { forgetWorld, loadPersistentWorlds, rememberWorld, saveSnapshot, type ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import {
   worldCreate,
   worldFindOrCreate,
