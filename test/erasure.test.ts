@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../runtime/platform/database';
-import { erasableColumns } from '../runtime/platform/erasure';
+import { erasableColumns } from '../runtime/changes/erasure';
 import { registerPlayer, type TestPlayer } from './support/accounts';
 import { startTestServer, type TestServer } from './support/server';
 

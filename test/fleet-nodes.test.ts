@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { REDIS_URL, redisDown } from './support/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { afterCommit } from '../runtime/platform/effects';
+import { afterCommit } from '../runtime/changes/effects';
 import type { OpenDatabase } from '../host/infra/database';
 import { freshDatabase } from './support/database';
 import { startTestServer, type TestServer } from './support/server';

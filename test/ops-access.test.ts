@@ -12,7 +12,7 @@ import { allRoutes } from '../handlers/routes';
 import { runOps } from '../host/ops/commands';
 import { parseSettings } from '../runtime/contracts/settings';
 import { CAPABILITIES, type Capability } from '../runtime/contracts/capabilities';
-import { writeAudit } from '../runtime/platform/audit';
+import { writeAudit } from '../runtime/changes/audit';
 import { registerPlayer } from './support/accounts';
 import { expectOpsDenied, OPS_SECRET, opsGet, opsToken } from './support/ops';
 import { startTestServer, type TestServer } from './support/server';

@@ -5,7 +5,7 @@ import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
 import { grant } from '../runtime/economy/wallets';
 import { recordFinishedMatch } from '../runtime/matches/matches';
 import { EXPORT_TABLES } from '../runtime/ops/export';
-import { erasableColumns } from '../runtime/platform/erasure';
+import { erasableColumns } from '../runtime/changes/erasure';
 import { jsonb } from '../runtime/platform/database';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { guestSignIn, newDevice, PEPPER_V1 } from './support/guests';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../handlers/routes';
-import { writeAudit } from '../runtime/platform/audit';
+import { writeAudit } from '../runtime/changes/audit';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { allPages, opsGet, OPS_SECRET } from './support/ops';
 import { startTestServer, type TestServer } from './support/server';

@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isUniqueViolation, jsonb } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { ApiError, rateLimited } from '../contracts/errors';
 import type { Database } from '../contracts/schema';
 import type { NewAccount, PasswordLogin, SignIn, TokenPair } from '../schemas/accounts';

@@ -3,13 +3,13 @@ import { insertPlayer, issueOrFail } from './accounts';
 import type { Ctx } from '../contracts/context';
 import { base64ToBytes, bytesToBase64, bytesToHex, constantTimeEqual, randomBytes } from '../platform/crypto';
 import { isUniqueViolation, jsonb, type Db } from '../platform/database';
-import { erasePlayer } from '../platform/erasure';
+import { erasePlayer } from '../changes/erasure';
 import { ApiError, rateLimited } from '../contracts/errors';
 import { isIdentityConflict } from './identities';
 import { assertRegistrationAllowed } from './registration';
 import type { Database } from '../contracts/schema';
 import type { GuestDevice, GuestSignIn, GuestUpgraded, NewCredentials } from '../schemas/accounts';
-import { afterCommit } from '../platform/effects';
+import { afterCommit } from '../changes/effects';
 import { issueTokenPair, revokePlayerTokens } from './tokens';
 
 /**

@@ -4,7 +4,7 @@ import { bytesToBase64Url, randomBytes, sha256Hex } from '../platform/crypto';
 import type { Db } from '../platform/database';
 import { ApiError } from '../contracts/errors';
 import type { Database } from '../contracts/schema';
-import { afterCommit } from '../platform/effects';
+import { afterCommit } from '../changes/effects';
 import type { TokenPair } from '../schemas/accounts';
 
 /**

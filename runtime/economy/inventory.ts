@@ -3,7 +3,7 @@ import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { Database, PlayerItemsTable } from '../contracts/schema';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { newestFirst } from '../platform/pages';
 import type { InventoryQuery, PlayerItemView } from '../schemas/economy';
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import type { IdSource } from '../platform/ids';
 import type { Logger } from '../platform/log';
 import type { EntryRow, NodeLeaderboards } from '../contracts/services';

@@ -1,5 +1,5 @@
 import type { Ctx } from '../contracts/context';
-import { writeAudit, type AuditRecord } from '../platform/audit';
+import { writeAudit, type AuditRecord } from '../changes/audit';
 import { isoSeconds } from '../platform/database';
 import type { AuditEntry, ListRules } from '../schemas/ops';
 import { sqlPage, type ListPage, type ListRequest } from './lists';

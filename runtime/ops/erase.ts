@@ -1,7 +1,7 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { AuditActor } from '../platform/audit';
-import { afterCommit } from '../platform/effects';
+import type { AuditActor } from '../changes/audit';
+import { afterCommit } from '../changes/effects';
 import { eraseAudited } from '../players/players';
 import type { OperatorEraseConfirmation, OperatorErased } from '../schemas/ops';
 

@@ -1,6 +1,6 @@
 import { jwtVerify, SignJWT } from 'jose';
 import { CAPABILITIES, type Capability } from '../contracts/capabilities';
-import type { AuditActor } from '../platform/audit';
+import type { AuditActor } from '../changes/audit';
 import { constantTimeEqual } from '../platform/crypto';
 
 /**

@@ -1,7 +1,7 @@
 import { countInactiveGuests, eraseInactiveGuest, findInactiveGuests } from '../accounts/guests';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { AuditActor } from '../platform/audit';
+import type { AuditActor } from '../changes/audit';
 import { PURGE_LIMIT_DEFAULT, PURGE_LIMIT_MAX, type GuestPurgeRequest, type GuestPurgeResult } from '../schemas/ops';
 import { auditCommitted } from './audit';
 

@@ -1,11 +1,11 @@
 import type { Selectable, Transaction } from 'kysely';
-import { writeAudit, type AuditActor } from '../platform/audit';
+import { writeAudit, type AuditActor } from '../changes/audit';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb } from '../platform/database';
-import { erasePlayer } from '../platform/erasure';
+import { erasePlayer } from '../changes/erasure';
 import { ApiError, missingField } from '../contracts/errors';
 import type { Database, PlayersTable } from '../contracts/schema';
-import { afterCommit } from '../platform/effects';
+import { afterCommit } from '../changes/effects';
 import type { EraseConfirmation, Player, ProfileUpdate } from '../schemas/players';
 
 /** Player profiles and self-erasure. */

@@ -2,7 +2,7 @@ import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { VerifiedReceipt } from '../contracts/services';
 import { databaseFault, isUniqueViolation } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { isStorableText } from '../platform/text';
 import type { AppleReceipt, AppleReceiptResult, GoogleReceipt, GoogleReceiptResult } from '../schemas/iap';
 

@@ -3,7 +3,7 @@ import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import type { CloudSavesTable } from '../contracts/schema';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { SLOTS_MAX, type CloudSaveView, type SaveSummary, type SaveWrite } from '../schemas/saves';
 
 /**

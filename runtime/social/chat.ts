@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { isPlainObject } from '../contracts/frames';
 import { isGroupMember } from './groups';
 import { blockPartnersQuery } from './blocks';

@@ -1,9 +1,9 @@
 import type { Selectable, Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, isUniqueViolation, type Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { ApiError } from '../contracts/errors';
-import { afterCommit } from '../platform/effects';
+import { afterCommit } from '../changes/effects';
 import { betweenPair } from './blocks';
 import { dmChannelId } from './chat';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';

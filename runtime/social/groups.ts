@@ -2,13 +2,13 @@ import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, isUniqueViolation, jsonb, type Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { ApiError, validationFailed } from '../contracts/errors';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
 import { blockPartnersQuery, eitherBlocked } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
 import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from '../contracts/schema';
-import { afterCommit } from '../platform/effects';
+import { afterCommit } from '../changes/effects';
 import type { GroupCreate, GroupMemberView, GroupRequestView, GroupRole, GroupSearch, GroupUpdate, GroupView, JoinOutcome } from '../schemas/social';
 
 /**

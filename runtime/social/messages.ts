@@ -1,6 +1,6 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import { afterCommit } from '../platform/effects';
+import { afterCommit } from '../changes/effects';
 import { byteLength } from '../contracts/frames';
 import { isStorableText } from '../platform/text';
 import { chatPush, insertChatMessages, stampChatMessage } from './chat';

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import { ApiError, validationFailed } from '../contracts/errors';
 import { byteLength, isPlainObject } from '../contracts/frames';
 import { isUuid } from '../platform/ids';

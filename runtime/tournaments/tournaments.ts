@@ -4,7 +4,7 @@ import { ApiError } from '../contracts/errors';
 import type { Database, TournamentsTable } from '../contracts/schema';
 import { applyChange, lockedWallet, openWallet } from '../economy/wallets';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
-import { registerErasable } from '../platform/erasure';
+import { registerErasable } from '../changes/erasure';
 import type { TournamentFilter, TournamentView } from '../schemas/tournaments';
 
 /**

@@ -4,7 +4,7 @@ import { ApiError } from '../../../runtime/contracts/errors';
 import { isPlainObject } from '../../../runtime/contracts/frames';
 import { ExtensionError, type ActionMethod, type ExtensionAction } from '../../../runtime/extensions/extension';
 import type { InstalledExtensions } from '../../../runtime/extensions/installed';
-import type { AuditActor } from '../../../runtime/platform/audit';
+import type { AuditActor } from '../../../runtime/changes/audit';
 import { auditCommitted } from '../../../runtime/ops/audit';
 import { Answer, route, type Route } from '../../contract';
 

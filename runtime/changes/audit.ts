@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
-import { jsonb, type Db } from './database';
+import { jsonb, type Db } from '../platform/database';
 import type { Database } from '../contracts/schema';
 
 /**
