@@ -3,7 +3,7 @@
  * AI, and the boon pick every bot makes on its own. Both read only the view
  * the match sends that bot, like a client would.
  */
-import type { JsonObject, JsonValue } from '../lua/api';
+import type { JsonObject, JsonValue } from '../contracts/json';
 
 interface Body {
   id: string;

@@ -3,8 +3,19 @@
  * script's globals as plain JSON, so an operator's `game_modes` entry and
  * a script declare bots alike.
  */
-import type { BotsConfig, JsonValue } from '../lua/api';
+import type { JsonValue } from '../contracts/json';
 import { BOT_NAME, DEFAULT_BOT_NAMES, MAX_BOTS_PER_MATCH } from './ids';
+
+/** A match mode's bots: who fills its queue and what drives them. */
+export interface BotsConfig {
+  /** The bot script, relative to the game directory (resolved from the mode script's directory). */
+  script: string;
+  /** Queue fill target: tickets (humans and bots) a waiting human is grouped with. */
+  min_players: number;
+  enabled: boolean;
+  /** The bot script's `names`, or the defaults. */
+  names: string[];
+}
 
 export interface BotsInput {
   /** The `bots` value (a table, or anything else, which means no bots). */

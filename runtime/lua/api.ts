@@ -33,6 +33,7 @@ import type { Clock, RateLimiter } from '../contracts/context';
 import type { IdSource } from '../platform/ids';
 import type { Logger } from '../platform/log';
 import type { JsonObject, JsonValue } from '../contracts/json';
+import type { BotsConfig } from '../bots/config';
 import type { ZoneSpatial } from './spatial';
 
 // Bindings and hosts read a script's values under the script surface's names.
@@ -88,17 +89,6 @@ export interface ModeInfo {
   world: WorldSettings | null;
   /** The `bots` global after its rules (docs/decisions/0039); absent or null: no bots. */
   bots?: BotsConfig | null;
-}
-
-/** A match mode's bots: who fills its queue and what drives them. */
-export interface BotsConfig {
-  /** The bot script, relative to the game directory (resolved from the mode script's directory). */
-  script: string;
-  /** Queue fill target: tickets (humans and bots) a waiting human is grouped with. */
-  min_players: number;
-  enabled: boolean;
-  /** The bot script's `names`, or the defaults. */
-  names: string[];
 }
 
 /** A world mode's globals after defaults (each documented in docs/worlds.md). */
