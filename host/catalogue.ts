@@ -1,6 +1,6 @@
 import type { Ctx } from '../runtime/contracts/context';
 import type { Logger } from '../runtime/platform/log';
-import { CATALOGUE_FILE, CatalogueError, EMPTY_CATALOGUE, parseCatalogue, syncCatalogue, type Catalogue } from '../runtime/economy/catalogue';
+import { CATALOGUE_FILE, CatalogueError, EMPTY_CATALOGUE, parseCatalogue, syncCatalogue, type Catalogue } from '../runtime/catalogue/catalogue';
 import type { LoadedGame } from './game';
 
 /**

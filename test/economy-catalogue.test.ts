@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHost } from '../bench/_children';
 import { BootRefusal, createHost } from '../host/host';
 import { parseSettings } from '../runtime/contracts/settings';
-import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
+import { parseCatalogue, syncCatalogue } from '../runtime/catalogue/catalogue';
 import { debit, grant } from '../runtime/economy/wallets';
 import { silentLogger } from '../runtime/platform/log';
 import { freshUsername } from './support/accounts';

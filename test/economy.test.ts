@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
+import { parseCatalogue, syncCatalogue } from '../runtime/catalogue/catalogue';
 import { grant } from '../runtime/economy/wallets';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';
 import { inProcessApp, type InProcessApp } from './support/app';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../runtime/accounts/passwords';
-import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
+import { parseCatalogue, syncCatalogue } from '../runtime/catalogue/catalogue';
 import { grant } from '../runtime/economy/wallets';
 import { findObject, putObject } from '../runtime/storage/storage';
 import { expectError, registerPlayer, type TestPlayer } from './support/accounts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
+import { parseCatalogue, syncCatalogue } from '../runtime/catalogue/catalogue';
 import { grant } from '../runtime/economy/wallets';
 import { recordFinishedMatch } from '../runtime/matches/matches';
 import { EXPORT_TABLES } from '../runtime/ops/export';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCatalogue, syncCatalogue } from '../runtime/economy/catalogue';
+import { parseCatalogue, syncCatalogue } from '../runtime/catalogue/catalogue';
 import { addItem } from '../runtime/economy/inventory';
 import { grant } from '../runtime/economy/wallets';
 import { recordFinishedMatch } from '../runtime/matches/matches';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Ctx } from '../contracts/context';
 import { jsonb } from '../platform/database';
 import { isStorableText } from '../platform/text';
-import { MAX_BALANCE } from './wallets';
+import { MAX_BALANCE } from '../economy/wallets';
 import { currenciesOf, syncTournaments, TournamentDeclaration, type TournamentSync } from '../tournaments/declarations';
 
 /**
