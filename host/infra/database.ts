@@ -3,7 +3,7 @@ import { setFlagsFromString } from 'node:v8';
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import pg from 'pg';
 import { DatabaseDeadlineError, serialDialect, type Db } from '../../runtime/platform/database';
-import type { Database } from '../../runtime/contracts/schema';
+import type { Database } from '../../runtime/contracts/tables';
 
 export interface OpenDatabase {
   db: Db;

@@ -3,7 +3,7 @@ import type { Ctx } from '../contracts/context';
 import { isUniqueViolation, jsonb } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
 import { ApiError, rateLimited } from '../contracts/errors';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import type { NewAccount, PasswordLogin, SignIn, TokenPair } from '../schemas/accounts';
 import { issueTokenPair } from './tokens';
 

@@ -7,7 +7,7 @@ import { erasePlayer } from '../changes/erasure';
 import { ApiError, rateLimited } from '../contracts/errors';
 import { isIdentityConflict } from './identities';
 import { assertRegistrationAllowed } from './registration';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import type { GuestDevice, GuestSignIn, GuestUpgraded, NewCredentials } from '../schemas/accounts';
 import { afterCommit } from '../changes/effects';
 import { issueTokenPair, revokePlayerTokens } from './tokens';

@@ -3,7 +3,7 @@ import type { Ctx, Principal, TokenResolver } from '../contracts/context';
 import { bytesToBase64Url, randomBytes, sha256Hex } from '../platform/crypto';
 import type { Db } from '../platform/database';
 import { ApiError } from '../contracts/errors';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import { afterCommit } from '../changes/effects';
 import type { TokenPair } from '../schemas/accounts';
 

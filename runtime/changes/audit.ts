@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { jsonb, type Db } from '../platform/database';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 
 /**
  * The operator audit trail. Rows are

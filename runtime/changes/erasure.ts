@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import type { ExtensionSet } from '../contracts/services';
 
 /**

@@ -4,7 +4,7 @@ import type { Logger } from '../platform/log';
 import type { Capability } from './capabilities';
 import type { Clock } from './context';
 import type { ErrorCode } from './errors';
-import type { Database } from './schema';
+import type { Database } from './tables';
 
 /**
  * What an extension module default-exports. Extensions are trusted code the

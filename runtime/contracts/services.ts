@@ -2,7 +2,7 @@ import type { AppleReceiptView, GoogleReceiptView } from '../schemas/iap';
 import type { Player } from '../schemas/players';
 import type { Transaction } from 'kysely';
 import type { Extension } from './extension';
-import type { Database } from './schema';
+import type { Database } from './tables';
 
 /**
  * The services a host builds for the context besides its real-time state

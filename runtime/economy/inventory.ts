@@ -1,7 +1,7 @@
 import type { QueryCreator, Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { Database, PlayerItemsTable } from '../contracts/schema';
+import type { Database, PlayerItemsTable } from '../contracts/tables';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
 import { newestFirst } from '../platform/pages';

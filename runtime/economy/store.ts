@@ -1,7 +1,7 @@
 import type { Selectable, Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { Database, StoreListingsTable } from '../contracts/schema';
+import type { Database, StoreListingsTable } from '../contracts/tables';
 import { databaseFault, isoSeconds, type Db } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import type { StoreListingView, StoreQuery } from '../schemas/economy';

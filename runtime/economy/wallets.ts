@@ -1,7 +1,7 @@
 import { sql, type QueryCreator, type Selectable, type Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { Database, WalletsTable } from '../contracts/schema';
+import type { Database, WalletsTable } from '../contracts/tables';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
 import { isUuid } from '../platform/ids';

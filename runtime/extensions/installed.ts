@@ -1,5 +1,5 @@
 import type { Transaction } from 'kysely';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import type { Extension } from '../contracts/extension';
 import type { ExtensionSet } from '../contracts/services';
 

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import { isoSeconds } from '../platform/database';
 import { ExtensionExportFailed } from '../extensions/installed';
 import { EXPORT_COLUMNS, type ColumnKind, type PlayerExport } from '../schemas/ops';

@@ -13,7 +13,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import { ApiError } from '../contracts/errors';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 
 export type Db = Kysely<Database>;
 

@@ -4,7 +4,7 @@ import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb } from '../platform/database';
 import { erasePlayer } from '../changes/erasure';
 import { ApiError, missingField } from '../contracts/errors';
-import type { Database, PlayersTable } from '../contracts/schema';
+import type { Database, PlayersTable } from '../contracts/tables';
 import { afterCommit } from '../changes/effects';
 import type { EraseConfirmation, Player, ProfileUpdate } from '../schemas/players';
 

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
-import type { IapTransactionsTable } from '../contracts/schema';
+import type { IapTransactionsTable } from '../contracts/tables';
 import { applyChange, openWallet, type Wallet } from '../economy/wallets';
 import type { CommitGuard } from '../platform/commit-guard';
 import { isUuid } from '../platform/ids';

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { CloudSavesTable } from '../contracts/schema';
+import type { CloudSavesTable } from '../contracts/tables';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
 import { SLOTS_MAX, type CloudSaveView, type SaveSummary, type SaveWrite } from '../schemas/saves';

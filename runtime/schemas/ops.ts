@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isUuid } from '../platform/ids';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import { IsoTime, JsonObject, Uuid } from './common';
 import { Tournament } from './tournaments';
 import { coded, ruled } from './rules';

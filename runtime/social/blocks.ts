@@ -1,6 +1,6 @@
 import type { ExpressionBuilder, Transaction } from 'kysely';
 import type { Db } from '../platform/database';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 
 /**
  * Blocks, as every path that carries a player's words to another asks about

@@ -6,7 +6,7 @@ import { isPlainObject } from '../contracts/frames';
 import { isGroupMember } from './groups';
 import { blockPartnersQuery } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
-import type { ChatMessagesTable } from '../contracts/schema';
+import type { ChatMessagesTable } from '../contracts/tables';
 import type { Channel, ChatPush, NewChatMessage, StampedChatMessage } from '../contracts/live';
 import type { ChatMessageView } from '../schemas/chat';
 

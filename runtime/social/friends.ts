@@ -9,7 +9,7 @@ import { dmChannelId } from './chat';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
 import { newestFirst } from '../platform/pages';
 import type { Presence } from '../schemas/presence';
-import type { Database, FriendshipsTable } from '../contracts/schema';
+import type { Database, FriendshipsTable } from '../contracts/tables';
 import type { FriendAnswer, FriendListing, FriendQuery, FriendRequest, FriendshipView } from '../schemas/social';
 
 /**

@@ -7,7 +7,7 @@ import { ApiError, validationFailed } from '../contracts/errors';
 import { createNotification, deliverNotification, type NotificationView } from './notifications';
 import { blockPartnersQuery, eitherBlocked } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';
-import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from '../contracts/schema';
+import type { Database, GroupMembersTable, GroupRequestsTable, GroupsTable } from '../contracts/tables';
 import { afterCommit } from '../changes/effects';
 import type { GroupCreate, GroupMemberView, GroupRequestView, GroupRole, GroupSearch, GroupUpdate, GroupView, JoinOutcome } from '../schemas/social';
 

@@ -6,7 +6,7 @@ import { ApiError, validationFailed } from '../contracts/errors';
 import { byteLength, isPlainObject } from '../contracts/frames';
 import { isUuid } from '../platform/ids';
 import { newestFirst } from '../platform/pages';
-import type { Database, NotificationsTable } from '../contracts/schema';
+import type { Database, NotificationsTable } from '../contracts/tables';
 import type { NotificationQuery, NotificationView } from '../schemas/notifications';
 
 export type { NotificationView } from '../schemas/notifications';

@@ -1,7 +1,7 @@
 import { sql, type ExpressionBuilder, type Selectable, type Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { Database, StoragePerm, StorageTable } from '../contracts/schema';
+import type { Database, StoragePerm, StorageTable } from '../contracts/tables';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
 import type { CommitGuard } from '../platform/commit-guard';

@@ -1,7 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
 import type { Ctx } from '../contracts/context';
-import type { Database } from '../contracts/schema';
+import type { Database } from '../contracts/tables';
 import { jsonb } from '../platform/database';
 import { isStorableText } from '../platform/text';
 import { MAX_BALANCE } from '../economy/wallets';

@@ -1,7 +1,7 @@
 import type { Selectable, Transaction } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { Database, TournamentsTable } from '../contracts/schema';
+import type { Database, TournamentsTable } from '../contracts/tables';
 import { applyChange, lockedWallet, openWallet } from '../economy/wallets';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
