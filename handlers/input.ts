@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ApiError, missingField, validationFailed, type ErrorCode } from '../runtime/contracts/errors';
-import { FrameError, isPlainObject } from '../runtime/contracts/frames';
-import type { ClientFrameContract } from '../runtime/schemas/frame';
+import { FrameError, isPlainObject } from '../runtime/contracts/frame-envelope';
+import type { ClientFrameContract } from '../runtime/schemas/frame-contract';
 import { fieldRules, type FieldRule } from '../runtime/schemas/rules';
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../runtime/contracts/errors';
-import { FrameError } from '../runtime/contracts/frames';
+import { FrameError } from '../runtime/contracts/frame-envelope';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, expectErrorFrame, registerPlayer, TestSocket, type Frame } from './support/ws-client';
 

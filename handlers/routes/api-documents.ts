@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../../runtime/contracts/errors';
 import { ErrorObject, JsonObject } from '../../runtime/schemas/common';
-import type { ClientFrameContract, PushContract } from '../../runtime/schemas/frame';
+import type { ClientFrameContract, PushContract } from '../../runtime/schemas/frame-contract';
 import { clientFrames, serverPushes } from '../../runtime/schemas/wire';
 import { route, type AnyRouteSpec, type Route } from '../contract';
 import { extensionActionRoutes } from './ops/extensions';

@@ -1,5 +1,5 @@
 import { ApiError } from '../../runtime/contracts/errors';
-import { FrameError } from '../../runtime/contracts/frames';
+import { FrameError } from '../../runtime/contracts/frame-envelope';
 import { WorldCreateBody, WorldId, WorldList, WorldListing, WorldListQuery } from '../../runtime/schemas/worlds';
 import type { LiveWorlds } from '../../runtime/contracts/live';
 import { Answer, route, type Route } from '../contract';

@@ -1,4 +1,4 @@
-import { FrameError } from '../../runtime/contracts/frames';
+import { FrameError } from '../../runtime/contracts/frame-envelope';
 import type { Logger } from '../../runtime/platform/log';
 import type { Gateway } from '../realtime/gateway';
 import type { Bus } from './bus';

@@ -1,5 +1,5 @@
 import type { Principal, TokenResolver } from '../../runtime/contracts/context';
-import type { ServerFrame } from '../../runtime/contracts/frames';
+import type { ServerFrame } from '../../runtime/contracts/frame-envelope';
 import type { ChatPush } from '../../runtime/contracts/live';
 import type { Logger } from '../../runtime/platform/log';
 import { tokenHash, type TokenCache } from '../infra/token-cache';

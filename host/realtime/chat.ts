@@ -9,7 +9,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { databaseFault } from '../../runtime/platform/database';
 import { sendDirectMessage } from '../../runtime/social/dm';
 import { postMessage, requireUnblocked } from '../../runtime/social/messages';
-import { FrameError } from '../../runtime/contracts/frames';
+import { FrameError } from '../../runtime/contracts/frame-envelope';
 import { chatJoin, chatLeave, chatSend, parseChannel, type ChatSend } from '../../runtime/schemas/chat';
 import { dmSend, type DmSend } from '../../runtime/schemas/dm';
 import type { Session, SessionRegistry } from './sessions';

@@ -6,7 +6,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { z } from 'zod';
 import { frameInput } from '../../handlers/input';
-import type { ClientFrameContract } from '../../runtime/schemas/frame';
+import type { ClientFrameContract } from '../../runtime/schemas/frame-contract';
 import { sessionConnect, sessionHeartbeat } from '../../runtime/schemas/session';
 import {
   errorFrame,
@@ -15,7 +15,7 @@ import {
   reply,
   rpcErrorFrame,
   type ClientFrame,
-} from '../../runtime/contracts/frames';
+} from '../../runtime/contracts/frame-envelope';
 import { FrameGuard, isOversizedMarker, MAX_FRAGMENTS } from './frame-guard';
 import { forwardedFor, TrustedProxies } from '../http/adapter';
 import { Session, SessionRegistry } from './sessions';

@@ -1,6 +1,6 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
-import { byteLength, FrameError } from '../../runtime/contracts/frames';
+import { byteLength, FrameError } from '../../runtime/contracts/frame-envelope';
 import { matchmakerAdd, matchmakerRemove } from '../../runtime/schemas/matchmaker';
 import type { ModeInfo } from '../../runtime/lua/api';
 import type { LiveMatchmaker, MatchmakerQueued, MatchmakerSample, MatchmakerTicketView } from '../../runtime/contracts/live';

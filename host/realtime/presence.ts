@@ -6,7 +6,7 @@ import { presenceUpdate, type PresenceUpdate } from '../../runtime/schemas/prese
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';
 import type { FleetPresence } from '../fleet/presence';
-import type { ServerFrame } from '../../runtime/contracts/frames';
+import type { ServerFrame } from '../../runtime/contracts/frame-envelope';
 
 /** Most players one offline read covers. */
 const OFFLINE_BATCH = 200;

@@ -2,7 +2,7 @@ import { databaseFault, databaseFaultError } from '../../runtime/platform/databa
 import type { Ctx } from '../../runtime/contracts/context';
 import type { RpcDispatcher } from '../../runtime/contracts/live';
 import { ApiError, ERROR_STATUS, type ErrorCode } from '../../runtime/contracts/errors';
-import { isPlainObject, rpcErrorFrame, type ClientFrame } from '../../runtime/contracts/frames';
+import { isPlainObject, rpcErrorFrame, type ClientFrame } from '../../runtime/contracts/frame-envelope';
 import { rpcCall, rpcParams } from '../../runtime/schemas/rpc';
 import type { Session } from './sessions';
 import type { Gateway, Reply } from './gateway';

@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { ServerFrame } from '../../runtime/contracts/frames';
+import type { ServerFrame } from '../../runtime/contracts/frame-envelope';
 import { NO_METRICS, type MetricHooks, type Tally } from '../metrics/registry';
 
 /**

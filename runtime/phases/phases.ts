@@ -7,7 +7,7 @@
  * each host then tells its players in its own way (a world broadcasts
  * `payload()` as `world.phase_changed`).
  */
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { asObjectJson, isObjectJson, type JsonObject, type JsonValue } from '../lua/api';
 import { isStorableText } from '../platform/text';
 

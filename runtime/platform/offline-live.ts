@@ -1,6 +1,6 @@
 import type { LiveState } from '../contracts/live';
 import { ApiError } from '../contracts/errors';
-import { FrameError } from '../contracts/frames';
+import { FrameError } from '../contracts/frame-envelope';
 
 /**
  * `ctx.live` for a host that serves REST only (no WebSocket, no match loops):

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { charLength } from '../platform/text';
 import { base64ToBytes } from '../platform/crypto';
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { Uuid } from './common';
 import { DisplayName, requiredQuery } from './players';
 import { coded } from './rules';

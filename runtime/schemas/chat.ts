@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import type { Channel } from '../contracts/live';
 import { CONTENT_MAX_BYTES, IsoTime, JsonObject, pageQuery, Text, Uuid } from './common';
 import { DmPush } from './dm';
-import { clientFrame, type PushContract } from './frame';
+import { clientFrame, type PushContract } from './frame-contract';
 
 export const CHANNEL_ID_MAX_BYTES = 256;
 

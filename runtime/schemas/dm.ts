@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { CONTENT_MAX_BYTES, EpochMs, idOf, Text } from './common';
-import { clientFrame, type PushContract } from './frame';
+import { clientFrame, type PushContract } from './frame-contract';
 import { coded } from './rules';
 
 /** Message text: checked before the recipient, as the wire order has it. */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { byteLength, isPlainObject } from '../contracts/frames';
+import { byteLength, isPlainObject } from '../contracts/frame-envelope';
 import type { JsonObject as ScriptObject } from '../contracts/json';
 import { BooleanFilter, idOf, IsoTime, JsonObject, pageQuery, Success, Text, Uuid } from './common';
-import { clientFrame, type PushContract } from './frame';
+import { clientFrame, type PushContract } from './frame-contract';
 import { PhaseListing } from './phases';
 import { coded, ruled } from './rules';
 

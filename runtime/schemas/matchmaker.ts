@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EpochMs, JsonObject, Success, Uuid } from './common';
-import { clientFrame, type PushContract } from './frame';
+import { clientFrame, type PushContract } from './frame-contract';
 import { ruled } from './rules';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BooleanFilter, idOf, IsoTime, JsonObject, pageQuery, Uuid } from './common';
-import type { PushContract } from './frame';
+import type { PushContract } from './frame-contract';
 
 /** A stored notification, as REST lists it and `notification.new` pushes it. */
 export const Notification = z.object({

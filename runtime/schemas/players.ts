@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { charLength } from '../platform/text';
 import { IsoTime, JsonObject, Text, Uuid } from './common';
 import { coded } from './rules';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { JsonObject, Uuid } from './common';
-import { clientFrame, type PushContract } from './frame';
+import { clientFrame, type PushContract } from './frame-contract';
 
 export const METADATA_MAX_BYTES = 1024;
 export const DEFAULT_STATUS = 'online';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ApiError } from '../contracts/errors';
 import { ErrorObject, JsonObject } from './common';
-import { clientFrame } from './frame';
+import { clientFrame } from './frame-contract';
 
 /**
  * RPC on the wire: `rpc.call` on the socket and `POST /rpc/:method`. Every

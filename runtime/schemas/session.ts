@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EpochMs, Uuid } from './common';
-import { clientFrame } from './frame';
+import { clientFrame } from './frame-contract';
 
 /** `session.connect`: a missing payload or token counts as a bad token (`invalid_token`), not a malformed frame. */
 export const sessionConnect = clientFrame({

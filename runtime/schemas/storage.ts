@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { charLength } from '../platform/text';
 import type { ErrorCode } from '../contracts/errors';
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { idOf, IsoTime, pageQuery, Text, Uuid } from './common';
 import { coded, ruled } from './rules';
 

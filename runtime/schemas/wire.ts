@@ -1,6 +1,6 @@
 import { chatFrames, chatPushes } from './chat';
 import { dmFrames, dmPushes } from './dm';
-import type { ClientFrameContract, PushContract } from './frame';
+import type { ClientFrameContract, PushContract } from './frame-contract';
 import { matchFrames, matchPushes } from './matches';
 import { matchmakerFrames, matchmakerPushes } from './matchmaker';
 import { notificationPushes } from './notifications';

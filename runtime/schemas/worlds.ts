@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { isPlainObject } from '../contracts/frames';
+import { isPlainObject } from '../contracts/frame-envelope';
 import type { JsonObject as ScriptObject } from '../contracts/json';
 import { EpochMs, JsonObject, Success, Text, Uuid } from './common';
-import { clientFrame, type PushContract } from './frame';
+import { clientFrame, type PushContract } from './frame-contract';
 import { JoinCtx, ModeFilter } from './matches';
 import { PhaseListing } from './phases';
 import { coded, ruled } from './rules';

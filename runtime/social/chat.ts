@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
-import { isPlainObject } from '../contracts/frames';
+import { isPlainObject } from '../contracts/frame-envelope';
 import { isGroupMember } from './groups';
 import { blockPartnersQuery } from './blocks';
 import { newestFirst, type Page } from '../platform/pages';

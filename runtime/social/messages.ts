@@ -1,7 +1,7 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
 import { afterCommit } from '../changes/effects';
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { isStorableText } from '../platform/text';
 import { chatPush, insertChatMessages, stampChatMessage } from './chat';
 import type { Channel, ChatDelivery, NewChatMessage } from '../contracts/live';

@@ -3,7 +3,7 @@ import type { Ctx } from '../contracts/context';
 import { isoSeconds, jsonb, type Db } from '../platform/database';
 import { registerErasable } from '../changes/erasure';
 import { ApiError, validationFailed } from '../contracts/errors';
-import { byteLength, isPlainObject } from '../contracts/frames';
+import { byteLength, isPlainObject } from '../contracts/frame-envelope';
 import { isUuid } from '../platform/ids';
 import { newestFirst } from '../platform/pages';
 import type { Database, NotificationsTable } from '../contracts/tables';

@@ -4,7 +4,7 @@
  * values. It knows nothing of matches, sockets or the database, so the
  * match host drives it today and a world can drive it the same way.
  */
-import { byteLength } from '../contracts/frames';
+import { byteLength } from '../contracts/frame-envelope';
 import { asObjectJson, type JsonValue } from '../lua/api';
 import { isUuid } from '../platform/ids';
 

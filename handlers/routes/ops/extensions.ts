@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Ctx } from '../../../runtime/contracts/context';
 import { ApiError } from '../../../runtime/contracts/errors';
-import { isPlainObject } from '../../../runtime/contracts/frames';
+import { isPlainObject } from '../../../runtime/contracts/frame-envelope';
 import { ExtensionError, type ActionMethod, type ExtensionAction } from '../../../runtime/extensions/extension';
 import type { InstalledExtensions } from '../../../runtime/extensions/installed';
 import type { AuditActor } from '../../../runtime/changes/audit';

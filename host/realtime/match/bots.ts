@@ -7,7 +7,7 @@
  * lock and the roster treat it alike.
  */
 import type { Ctx } from '../../../runtime/contracts/context';
-import { FrameError } from '../../../runtime/contracts/frames';
+import { FrameError } from '../../../runtime/contracts/frame-envelope';
 import { botNameOf, isBotId, MAX_BOTS_PER_MATCH, mintBotId } from '../../../runtime/bots/ids';
 import type { VoteOption } from '../../../runtime/votes/engine';
 import { THINK_BUCKET_MS, THINK_BUCKETS } from './bot-lane';

@@ -1,5 +1,5 @@
 import type { Ctx } from '../../../runtime/contracts/context';
-import { FrameError } from '../../../runtime/contracts/frames';
+import { FrameError } from '../../../runtime/contracts/frame-envelope';
 import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/api';
 import type { LiveMatches } from '../../../runtime/contracts/live';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';

@@ -1,5 +1,5 @@
 import type { Ctx } from '../../../runtime/contracts/context';
-import { FrameError } from '../../../runtime/contracts/frames';
+import { FrameError } from '../../../runtime/contracts/frame-envelope';
 import type { JsonObject, ModeInfo } from '../../../runtime/lua/api';
 import type { LiveMatchStatus } from '../../../runtime/schemas/matches';
 import type { WorldStatus } from '../../../runtime/schemas/worlds';

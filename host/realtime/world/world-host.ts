@@ -1,5 +1,5 @@
 import type { Ctx } from '../../../runtime/contracts/context';
-import { FrameError } from '../../../runtime/contracts/frames';
+import { FrameError } from '../../../runtime/contracts/frame-envelope';
 import { isLimitKind, type JsonObject, type ModeInfo } from '../../../runtime/lua/api';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import type { LiveWorlds } from '../../../runtime/contracts/live';
