@@ -12,13 +12,13 @@ import { serveParent, start } from './_children';
 import { progress } from './_report';
 import { loadGameDirectory } from '../host/game';
 import { ScriptPool } from '../host/realtime/match/pool';
-import { DEFAULT_BUDGETS } from '../runtime/lua/api';
+import { DEFAULT_BUDGETS } from '../runtime/lua/host-interface';
 import { DEFAULT_RATE_LIMITS } from '../runtime/contracts/settings';
 import { MatchVm } from '../runtime/lua/match';
 import { internals, internalsOff } from '../runtime/lua/fengari-internals';
 import { silentLogger } from '../runtime/platform/log';
 import { uuidv7Source } from '../runtime/platform/ids';
-import type { MatchServices, ModeInfo, ScriptSource } from '../runtime/lua/api';
+import type { MatchServices, ModeInfo, ScriptSource } from '../runtime/lua/host-interface';
 
 const services: MatchServices = {
   log: silentLogger,

@@ -1,6 +1,6 @@
 import type { Ctx } from '../runtime/contracts/context';
 import { guestsEnabled } from '../runtime/accounts/guests';
-import type { GameInfo } from '../runtime/lua/api';
+import type { GameInfo } from '../runtime/lua/host-interface';
 import { effectiveRegistration } from '../runtime/accounts/registration';
 import { OIDC_PROVIDERS } from '../runtime/contracts/settings';
 

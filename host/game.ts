@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, realpathSync, statSync, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
-import type { GameInfo, OperatorModes, ScriptSource } from '../runtime/lua/api';
+import type { GameInfo, OperatorModes, ScriptSource } from '../runtime/lua/host-interface';
 import { reportFengariInternals } from '../runtime/lua/fengari-internals';
-import { loadGame, MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT } from '../runtime/lua/game';
+import { loadGame, MULTI_MODE_MANIFEST, SINGLE_MODE_SCRIPT } from '../runtime/lua/game-declarations';
 import type { Logger } from '../runtime/platform/log';
 
 /** How often file times are compared when fs.watch misses an edit (network mounts, some editors). */

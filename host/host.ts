@@ -16,7 +16,7 @@ import { LiveHost, scriptWorkers } from './realtime/live';
 import { ProcessProbe } from './ops/probe';
 import { loadGameDirectory, type LoadedGame } from './game';
 import { GameCatalogue } from './catalogue';
-import type { OperatorModes } from '../runtime/lua/api';
+import type { OperatorModes } from '../runtime/lua/host-interface';
 import { databaseFault } from '../runtime/platform/database';
 import { GuestReaper } from './jobs/guest-reaper';
 import { TokenSweeper } from './jobs/token-sweeper';

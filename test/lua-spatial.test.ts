@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonObject, JsonValue } from '../runtime/lua/api';
+import type { JsonObject, JsonValue } from '../runtime/lua/host-interface';
 import { luaString, toJson } from '../runtime/lua/marshal';
 import { pushSpatialTable, type ZoneSpatial } from '../runtime/lua/spatial';
 import { lua, Sandbox } from '../runtime/lua/vm';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonObject, JsonValue } from '../runtime/lua/api';
+import type { JsonObject, JsonValue } from '../runtime/lua/host-interface';
 import { MAX_PHASE_MS, MAX_PHASES, parsePhases, PhaseClock, type PhaseSpec, type StartRule } from '../runtime/phases/phases';
 
 function phases(raw: JsonValue): PhaseSpec[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonObject } from '../runtime/lua/api';
+import type { JsonObject } from '../runtime/lua/host-interface';
 import { LATE_CAST_GRACE_MS, parseVoteConfig, Vote, type VoteConfig } from '../runtime/votes/engine';
 
 const OPTIONS = [

@@ -1,6 +1,6 @@
 import { inflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import type { JsonValue, ScriptSource } from '../runtime/lua/api';
+import type { JsonValue, ScriptSource } from '../runtime/lua/host-interface';
 import { CHUNK_FILE_MAX_BYTES, encodeChunk, FileTerrain, HeightmapTerrain, TerrainStore, terrainProvider, type TerrainProvider } from '../host/realtime/world/terrain';
 
 const NO_FILES: ScriptSource = { read: () => null };

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { FailureKind } from '../../runtime/lua/api';
+import type { FailureKind } from '../../runtime/lua/host-interface';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from '../../runtime/contracts/settings';
 import { clientFrames, serverPushes } from '../../runtime/schemas/wire';
 import type { NodeProbe } from '../../runtime/contracts/services';

@@ -8,7 +8,7 @@
  * no person waits in any more are withdrawn.
  */
 import type { Ctx } from '../../runtime/contracts/context';
-import type { ModeInfo } from '../../runtime/lua/api';
+import type { ModeInfo } from '../../runtime/lua/host-interface';
 import { botNameOf, isBotId, mintBotId } from '../../runtime/bots/ids';
 import type { Matchmaker } from './matchmaker';
 

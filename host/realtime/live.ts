@@ -3,7 +3,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import type { LiveState } from '../../runtime/contracts/live';
 import { ApiError } from '../../runtime/contracts/errors';
 import { availableParallelism } from 'node:os';
-import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type FailureKind, type GameInfo, type JsonObject } from '../../runtime/lua/api';
+import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type FailureKind, type GameInfo, type JsonObject } from '../../runtime/lua/host-interface';
 import type { Settings } from '../../runtime/contracts/settings';
 import { ChatHost } from './chat';
 import { MatchHost, type GameHandle } from './match/match-host';

@@ -2,7 +2,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
 import { byteLength, FrameError } from '../../runtime/contracts/frame-envelope';
 import { matchmakerAdd, matchmakerRemove } from '../../runtime/schemas/matchmaker';
-import type { ModeInfo } from '../../runtime/lua/api';
+import type { ModeInfo } from '../../runtime/lua/host-interface';
 import type { LiveMatchmaker, MatchmakerQueued, MatchmakerSample, MatchmakerTicketView } from '../../runtime/contracts/live';
 import type { MatchHost } from './match/match-host';
 import type { Session, SessionRegistry } from './sessions';

@@ -1,6 +1,6 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
-import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/api';
+import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/host-interface';
 import { economyBindings } from '../../runtime/economy/bindings';
 import { receiptBindings } from '../../runtime/receipts/bindings';
 import { storageBindings } from '../../runtime/storage/bindings';

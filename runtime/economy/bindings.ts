@@ -1,6 +1,6 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { AwaitedBinding, JsonValue } from '../lua/api';
+import type { AwaitedBinding, JsonValue } from '../lua/host-interface';
 import { databaseFault } from '../platform/database';
 import { isStorableText } from '../platform/text';
 import { itemView } from './inventory';

@@ -1,5 +1,5 @@
 import type { Clock } from '../contracts/context';
-import type { JsonValue, ScriptBinding } from '../lua/api';
+import type { JsonValue, ScriptBinding } from '../lua/host-interface';
 import { isStorableText } from '../platform/text';
 import type { NodeLeaderboards, Standing } from '../contracts/services';
 import { isPlayerId, saturate } from './board';

@@ -9,7 +9,7 @@
  * anything behind, one VM serves every bot that runs the script in a lane:
  * the bots differ only in the id and view each call gets.
  */
-import { DEFAULT_BUDGETS, type FailureKind, type JsonObject, type ScriptServices, type ScriptSource } from './api';
+import { DEFAULT_BUDGETS, type FailureKind, type JsonObject, type ScriptServices, type ScriptSource } from './host-interface';
 import { ScriptInstance } from './instance';
 import { isObjectJson, MarshalError, pushJson, stringObject, toJson } from './marshal';
 import { SNAPSHOT_MAX_ENTRIES, VmSnapshot, type Reached } from './snapshot';

@@ -4,8 +4,8 @@
  * keeps in the Lua registry between calls, and one way to report a failed
  * callback. The instance kinds differ only in their callbacks.
  */
-import { DEFAULT_BUDGETS, type Budgets, type CallResult, type FailureKind, isLimitKind, type JoinResult, type JsonObject, type LimitKind, type ScriptServices, type ScriptSource } from './api';
-import { dirOf } from './game';
+import { DEFAULT_BUDGETS, type Budgets, type CallResult, type FailureKind, isLimitKind, type JoinResult, type JsonObject, type LimitKind, type ScriptServices, type ScriptSource } from './host-interface';
+import { dirOf } from './game-declarations';
 import { jsString, pushGlobal, pushJson, pushRegistry, pushStringObject, stringObject, type LuaStringObject } from './marshal';
 import { SNAPSHOT_MAX_ENTRIES, VmSnapshot } from './snapshot';
 import { lauxlib, lua, Sandbox, type Outcome } from './vm';

@@ -17,13 +17,13 @@
  * and strings (fengari-internals.ts), used when the installed fengari is the
  * release it was written for. test/lua-internals.test.ts holds them equal.
  */
-import type { JsonValue } from './api';
+import type { JsonValue } from './host-interface';
 import { internals, type LuaStringObject } from './fengari-internals';
 import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
 import { lua, to_luastring } from './vm';
 
 export { MAX_DEPTH, MarshalError, jsString, type LuaStringObject };
-export { asObjectJson, isObjectJson } from './api';
+export { asObjectJson, isObjectJson } from './host-interface';
 
 // Object keys repeat endlessly (every view has `players`, `x`, `y` ...).
 // Encoding each to UTF-8 again is the hot path, so a bounded cache keeps

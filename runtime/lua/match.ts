@@ -15,10 +15,10 @@ import {
   type MatchVmOptions,
   type ModeInfo,
   type TickResult,
-} from './api';
+} from './host-interface';
 import { RegistrySlot, ScriptInstance } from './instance';
 import { isObjectJson, MarshalError, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
-import { installGameTable } from './script-api';
+import { installGameTable } from './game-table';
 import { lua } from './vm';
 
 /** The state itself is measured every this many ticks; views are measured every time. */

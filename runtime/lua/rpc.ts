@@ -16,9 +16,9 @@
  * file is re-evaluated before the next call, keeping the old code when the
  * new one does not load.
  */
-import { DEFAULT_BUDGETS, RPC_SCRIPT, STATE_LIMIT_BYTES, type Budgets, type FailureKind, type JsonObject, type ScriptRpcResult, type ScriptServices, type ScriptSource } from './api';
+import { DEFAULT_BUDGETS, RPC_SCRIPT, STATE_LIMIT_BYTES, type Budgets, type FailureKind, type JsonObject, type ScriptRpcResult, type ScriptServices, type ScriptSource } from './host-interface';
 import { isObjectJson, jsString, luaString, pushJson, toJson } from './marshal';
-import { installGameTable } from './script-api';
+import { installGameTable } from './game-table';
 import { lua, Sandbox } from './vm';
 
 const METHOD = /^[A-Za-z0-9_-]{1,64}$/;

@@ -14,7 +14,7 @@
  * Wrong arguments answer `{error = "..."}` instead of raising, as every
  * `game.*` function does.
  */
-import type { JsonObject, JsonValue } from './api';
+import type { JsonObject, JsonValue } from './host-interface';
 import { jsString, luaString, pushJson, pushStringObject, stringObject } from './marshal';
 import { lua, type LuaFunction } from './vm';
 

@@ -25,7 +25,7 @@
  * call; the worker that runs it has its own memory ceiling for that.
  */
 import fengari from 'fengari';
-import { DEFAULT_BUDGETS, type FailureKind, type ScriptSource } from './api';
+import { DEFAULT_BUDGETS, type FailureKind, type ScriptSource } from './host-interface';
 import { internals, watchStrings } from './fengari-internals';
 
 const { lua, lauxlib, lualib, to_luastring } = fengari;

@@ -5,10 +5,10 @@
  * callbacks run when, moves entities between zones and turns entity tables
  * into `world.tick` deltas.
  */
-import { type CallResult, type JoinResult, type JsonObject, type JsonValue, type MatchOutcome, type ModeInfo, type ScriptSource, type Budgets, type WorldServices, type ZoneServices } from './api';
+import { type CallResult, type JoinResult, type JsonObject, type JsonValue, type MatchOutcome, type ModeInfo, type ScriptSource, type Budgets, type WorldServices, type ZoneServices } from './host-interface';
 import { RegistrySlot, ScriptInstance } from './instance';
 import { isObjectJson, MarshalError, numberPairs, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
-import { installGameTable } from './script-api';
+import { installGameTable } from './game-table';
 import { lua } from './vm';
 
 

@@ -8,7 +8,7 @@
  * `payload()` as `world.phase_changed`).
  */
 import { byteLength } from '../contracts/frame-envelope';
-import { asObjectJson, isObjectJson, type JsonObject, type JsonValue } from '../lua/api';
+import { asObjectJson, isObjectJson, type JsonObject, type JsonValue } from '../lua/host-interface';
 import { isStorableText } from '../platform/text';
 
 export type StartRule = { type: 'prev_ended' } | { type: 'all_ready' } | { type: 'timer'; ms: number } | { type: 'players'; count: number };

@@ -2,7 +2,7 @@ import type { Ctx } from '../contracts/context';
 import { refusal } from '../economy/bindings';
 import { guardOf } from '../platform/commit-guard';
 import { MAX_BALANCE } from '../economy/wallets';
-import type { AwaitedBinding, JsonValue } from '../lua/api';
+import type { AwaitedBinding, JsonValue } from '../lua/host-interface';
 import { isoSeconds } from '../platform/database';
 import { isStorableText } from '../platform/text';
 import type { StoreProvider } from './receipts';

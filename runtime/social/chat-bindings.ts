@@ -1,6 +1,6 @@
 import type { Ctx } from '../contracts/context';
 import { ApiError } from '../contracts/errors';
-import type { JsonValue, ScriptBinding } from '../lua/api';
+import type { JsonValue, ScriptBinding } from '../lua/host-interface';
 import { isForeignKeyViolation } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import { parseChannel } from '../schemas/chat';

@@ -1,6 +1,6 @@
 import type { Ctx } from '../contracts/context';
 import { CommitAbandoned, guardOf } from '../platform/commit-guard';
-import type { AwaitedBinding, JsonValue } from '../lua/api';
+import type { AwaitedBinding, JsonValue } from '../lua/host-interface';
 import { databaseFault, isForeignKeyViolation } from '../platform/database';
 import { isUuid } from '../platform/ids';
 import { fitsStoredValue, NAME_MAX, StoredName } from '../schemas/storage';

@@ -5,7 +5,7 @@
  * match host drives it today and a world can drive it the same way.
  */
 import { byteLength } from '../contracts/frame-envelope';
-import { asObjectJson, type JsonValue } from '../lua/api';
+import { asObjectJson, type JsonValue } from '../lua/host-interface';
 import { isUuid } from '../platform/ids';
 
 export type VoteMethod = 'plurality' | 'approval' | 'weighted' | 'ranked';

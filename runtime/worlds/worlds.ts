@@ -1,7 +1,7 @@
 import type { Db } from '../platform/database';
 import { jsonb } from '../platform/database';
 import type { IdSource } from '../platform/ids';
-import type { JsonObject, JsonValue } from '../lua/api';
+import type { JsonObject, JsonValue } from '../lua/host-interface';
 import type { WorldListFilter, WorldListing } from '../schemas/worlds';
 
 /**

@@ -10,8 +10,8 @@
  * for a while (doubling up to a minute), so a hostile script costs the
  * lane one budget per bench period, and only its own bot plays worse.
  */
-import type { Budgets, JsonObject, ScriptServices, ScriptSource } from '../../../runtime/lua/api';
-import { isLimitKind } from '../../../runtime/lua/api';
+import type { Budgets, JsonObject, ScriptServices, ScriptSource } from '../../../runtime/lua/host-interface';
+import { isLimitKind } from '../../../runtime/lua/host-interface';
 import { BotVm } from '../../../runtime/lua/bot';
 import { boonPick, builtInThink } from '../../../runtime/bots/ai';
 

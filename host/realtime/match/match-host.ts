@@ -1,6 +1,6 @@
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frame-envelope';
-import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/api';
+import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/host-interface';
 import type { LiveMatches } from '../../../runtime/contracts/live';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import {

@@ -9,7 +9,7 @@
  * `all_ready` start happens at the join that meets it). A player counts as
  * ready from their join, as in worlds: matches have no ready frame.
  */
-import type { JsonObject } from '../../../runtime/lua/api';
+import type { JsonObject } from '../../../runtime/lua/host-interface';
 import type { MatchVm } from '../../../runtime/lua/match';
 import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
 import type { Logger } from '../../../runtime/platform/log';

@@ -8,7 +8,7 @@
  */
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { Logger } from '../../../runtime/platform/log';
-import type { AwaitedBindings, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBinding, ScriptBindings, ScriptRpcResult, ScriptSource } from '../../../runtime/lua/api';
+import type { AwaitedBindings, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBinding, ScriptBindings, ScriptRpcResult, ScriptSource } from '../../../runtime/lua/host-interface';
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';

@@ -5,11 +5,11 @@
  * someone awaits go at once); the lane answers each batch with one list of
  * events in the order the scripts caused them.
  */
-import type { FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptRpcResult } from '../../../runtime/lua/api';
+import type { FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptRpcResult } from '../../../runtime/lua/host-interface';
 import type { MessagePort } from 'node:worker_threads';
 import type { LogFields, LogLevel } from '../../../runtime/platform/log';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
-import type { Budgets } from '../../../runtime/lua/api';
+import type { Budgets } from '../../../runtime/lua/host-interface';
 import type { VoteConfig } from '../../../runtime/votes/engine';
 import type { WorldOutput, WorldRecovery } from '../world/world-run';
 import type { ThrottleReason } from './fair-share';

@@ -7,7 +7,7 @@
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { LogFields, LogLevel, Logger } from '../../../runtime/platform/log';
-import type { Budgets, FailureKind, JsonObject, ModeInfo, ScriptBindings, ScriptSource } from '../../../runtime/lua/api';
+import type { Budgets, FailureKind, JsonObject, ModeInfo, ScriptBindings, ScriptSource } from '../../../runtime/lua/host-interface';
 import { getHeapStatistics } from 'node:v8';
 import { MatchVm } from '../../../runtime/lua/match';
 import { installHeapMeter } from '../../../runtime/lua/vm';

@@ -1,6 +1,6 @@
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frame-envelope';
-import type { JsonObject, ModeInfo } from '../../../runtime/lua/api';
+import type { JsonObject, ModeInfo } from '../../../runtime/lua/host-interface';
 import type { LiveMatchStatus } from '../../../runtime/schemas/matches';
 import type { WorldStatus } from '../../../runtime/schemas/worlds';
 import { voteCast, voteVeto, type VoteCast, type VoteStatus, type VoteVeto } from '../../../runtime/schemas/votes';

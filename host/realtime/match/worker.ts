@@ -5,7 +5,7 @@
  * thread, which owns the database and the sockets, while this thread waits.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import type { JsonValue, ScriptBinding, ScriptBindings } from '../../../runtime/lua/api';
+import type { JsonValue, ScriptBinding, ScriptBindings } from '../../../runtime/lua/host-interface';
 import { bindingWaitLimit, excuseBindingWait } from '../../../runtime/lua/vm';
 import { systemClock } from '../../../runtime/contracts/context';
 import { uuidv7Source } from '../../../runtime/platform/ids';

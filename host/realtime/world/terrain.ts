@@ -11,7 +11,7 @@
  * world without terrain.
  */
 import { deflateSync } from 'node:zlib';
-import type { JsonObject, JsonValue, ScriptSource } from '../../../runtime/lua/api';
+import type { JsonObject, JsonValue, ScriptSource } from '../../../runtime/lua/host-interface';
 
 export interface TerrainProvider {
   readonly module: string;

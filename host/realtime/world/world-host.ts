@@ -1,6 +1,6 @@
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frame-envelope';
-import { isLimitKind, type JsonObject, type ModeInfo } from '../../../runtime/lua/api';
+import { isLimitKind, type JsonObject, type ModeInfo } from '../../../runtime/lua/host-interface';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import type { LiveWorlds } from '../../../runtime/contracts/live';
 import { forgetWorld, loadPersistentWorlds, rememberWorld, saveSnapshot, type ZoneSnapshot } from '../../../runtime/worlds/worlds';

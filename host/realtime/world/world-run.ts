@@ -9,7 +9,7 @@
 import type { RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { Logger } from '../../../runtime/platform/log';
-import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/api';
+import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
 import { lua } from '../../../runtime/lua/vm';
 import { asObjectJson, isObjectJson } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';

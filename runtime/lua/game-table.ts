@@ -4,7 +4,7 @@
  * the host supplies. Functions are created once per VM, never per call.
  * Wrong arguments answer `{error = "..."}` instead of raising (7.1).
  */
-import { RESERVED_LEAVES, type InstanceServices, type JsonObject, type MatchServices, type ScriptBinding, type ScriptServices, type WorldServices, type ZoneServices } from './api';
+import { RESERVED_LEAVES, type InstanceServices, type JsonObject, type MatchServices, type ScriptBinding, type ScriptServices, type WorldServices, type ZoneServices } from './host-interface';
 import { pushSpatialTable } from './spatial';
 import { isObjectJson, jsString, luaString, MarshalError, pushJson, toJson } from './marshal';
 import { lua, type LuaFunction, type Sandbox } from './vm';

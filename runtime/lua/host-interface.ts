@@ -22,12 +22,13 @@
  * allocates without bound loses that call only.
  *
  * Where things live:
- *   runtime/lua/game.ts    loadGame(source, operatorModes?): GameInfo   (throws GameLoadError)
- *   runtime/lua/match.ts   class MatchVm implements MatchRuntime; MatchVm.create(options) (throws if the body fails)
- *   runtime/lua/marshal.ts Lua <-> JSON
- *   host/game.ts           loadGameDirectory(dir, operatorModes, log) ->
- *                            { info: GameInfo (refreshed on rescans), source: ScriptSource,
- *                              onChange(listener: (info: GameInfo) => void): () => void, close() }
+ *   runtime/lua/game-declarations.ts loadGame(source, operatorModes?): GameInfo   (throws GameLoadError)
+ *   runtime/lua/game-table.ts        the `game` table a script calls
+ *   runtime/lua/match.ts             class MatchVm implements MatchRuntime; MatchVm.create(options) (throws if the body fails)
+ *   runtime/lua/marshal.ts           Lua <-> JSON
+ *   host/game.ts                     loadGameDirectory(dir, operatorModes, log) ->
+ *                                      { info: GameInfo (refreshed on rescans), source: ScriptSource,
+ *                                        onChange(listener: (info: GameInfo) => void): () => void, close() }
  */
 import type { Clock, RateLimiter } from '../contracts/context';
 import type { IdSource } from '../platform/ids';

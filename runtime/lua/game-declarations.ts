@@ -16,7 +16,7 @@ import {
   type ScriptServices,
   type ScriptSource,
   RPC_SCRIPT,
-} from './api';
+} from './host-interface';
 import { silentLogger } from '../platform/log';
 import { readBotsConfig } from '../bots/config';
 import { isObjectJson, jsString, toJson } from './marshal';
