@@ -9,7 +9,7 @@ import type { ClientGateInput, ClientGateVerdict } from '../contracts/services';
  *
  * Contract of the operator's module: its default export is
  *
- *   async (input: ClientGateInput) => ClientGateVerdict
+ *   async (input: ClientGateInput) => ClientGateVerdict   (both in contracts/services.ts)
  *
  * `{action: 'skip'}` (or `'allow'`) lets the request through;
  * `{action: 'deny', reason}` answers 403 `client_gate_denied` with
@@ -17,6 +17,7 @@ import type { ClientGateInput, ClientGateVerdict } from '../contracts/services';
  * answer fails closed (reason `client_gate_unavailable`) unless
  * `client_gate_on_error` is `skip`.
  */
+
 /** The part of a request the gate sees: its path and headers (any host's request shape has these). */
 export interface GatedRequest {
   readonly url: string;

@@ -13,7 +13,7 @@ import type { Database } from './tables';
 
 // ---- accounts --------------------------------------------------------------
 
-/** The operator's client gate as loaded (runtime/accounts/client-gate.ts says how it is called). */
+/** What the client gate is shown of a pre-auth request. */
 export interface ClientGateInput {
   /** Peer address after the trusted-proxy rule. */
   ip: string;
@@ -27,6 +27,7 @@ export interface ClientGateInput {
 
 export type ClientGateVerdict = { action: 'allow' | 'skip' } | { action: 'deny'; reason: string };
 
+/** The operator's client gate as loaded; runtime/accounts/client-gate.ts calls it and reads its answer. */
 export type ClientGate = (input: ClientGateInput) => Promise<unknown> | unknown;
 
 /** What a provider vouched for. */
