@@ -12,8 +12,9 @@
 // (every match's, the hostile ones' included), the hostile ticks throttled
 // (decision 0052) and the ordinary matches' share of `match.state` frames
 // delivered. Hostile matches are kept running through the window
-// (match_failing_ticks_max raised) so the window measures them, not their end. Then SIGTERM to the production host (dist/host.mjs) with
-// a hostile match running: time to exit against shutdown_grace_ms.
+// (match_failing_ticks_max raised) so the window measures them, not their
+// end. Then SIGTERM to the production host (dist/host.mjs) with a hostile
+// match running: time to exit against shutdown_grace_ms.
 // Modes: the default worker pool, and `match_workers: 0` for contrast.
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
