@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { serveParent, start } from './_children';
 import { progress } from './_report';
-import { loadGameDirectory } from '../host/game';
+import { loadGameDirectory } from '../host/game-directory';
 import { ScriptPool } from '../host/realtime/match/pool';
 import { DEFAULT_BUDGETS } from '../runtime/lua/host-interface';
 import { DEFAULT_RATE_LIMITS } from '../runtime/contracts/settings';

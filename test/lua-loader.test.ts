@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadGameDirectory } from '../host/game';
+import { loadGameDirectory } from '../host/game-directory';
 import { GameLoadError } from '../runtime/lua/host-interface';
 import { loadGame } from '../runtime/lua/game-declarations';
 import { jsonLogger } from '../runtime/platform/log';

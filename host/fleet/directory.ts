@@ -2,7 +2,7 @@ import { FrameError } from '../../runtime/contracts/frame-envelope';
 import type { Logger } from '../../runtime/platform/log';
 import type { Gateway } from '../realtime/gateway';
 import type { Bus } from './bus';
-import type { FleetPresence } from './presence';
+import type { FleetPresence } from './fleet-presence';
 
 /** How often a node compares its live matches and worlds with what it published. */
 const SYNC_MS = 250;

@@ -5,7 +5,7 @@ import type { Logger } from '../../runtime/platform/log';
 import { tokenHash, type TokenCache } from '../infra/token-cache';
 import type { SessionRegistry } from '../realtime/sessions';
 import { defaultNodeId, LocalBus, RedisBus, type Bus } from './bus';
-import { FleetPresence } from './presence';
+import { FleetPresence } from './fleet-presence';
 import { FleetDirectory, type DirectorySources } from './directory';
 import type { Gateway } from '../realtime/gateway';
 import { FleetLeaderboards } from './leaderboards';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { NodeLeaderboards } from '../../runtime/contracts/services';
 import type { Logger } from '../../runtime/platform/log';
 import type { Bus } from './bus';
-import type { FleetPresence } from './presence';
+import type { FleetPresence } from './fleet-presence';
 
 /** A change on the bus: `s` numbers the changes of the node that made it. */
 type Change = { s: number; b: string; p: string; v: string; u: string; t: number } | { s: number; e: string };

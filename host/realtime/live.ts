@@ -10,7 +10,7 @@ import { MatchHost, type GameHandle } from './match/match-host';
 import { ScriptPool } from './match/pool';
 import { Matchmaker } from './matchmaker';
 import { BotFill } from './bot-fill';
-import { PresenceHost } from './presence';
+import { PresenceHost } from './presence-host';
 import { RpcRegistry, type RpcHandler } from './rpc';
 import { awaitedScriptBindings, scriptBindings } from './script-bindings';
 import { Gateway } from './gateway';

@@ -26,7 +26,7 @@
  *   runtime/lua/game-table.ts        the `game` table a script calls
  *   runtime/lua/match.ts             class MatchVm implements MatchRuntime; MatchVm.create(options) (throws if the body fails)
  *   runtime/lua/marshal.ts           Lua <-> JSON
- *   host/game.ts                     loadGameDirectory(dir, operatorModes, log) ->
+ *   host/game-directory.ts           loadGameDirectory(dir, operatorModes, log) ->
  *                                      { info: GameInfo (refreshed on rescans), source: ScriptSource,
  *                                        onChange(listener: (info: GameInfo) => void): () => void, close() }
  */

@@ -30,7 +30,7 @@ export interface TestServerOptions {
   migrate?: ServerOptions['migrate'];
   /** Resolve once migrations finished (default true). */
   waitReady?: boolean;
-  /** A game directory (host/game.ts) whose modes the real-time host serves. */
+  /** A game directory (host/game-directory.ts) whose modes the real-time host serves. */
   gameDir?: string;
   /** What the game declares deployment-wide (`guest_auth`, registration); default declares nothing. */
   game?: ServerOptions['game'];

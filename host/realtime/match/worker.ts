@@ -9,7 +9,7 @@ import type { JsonValue, ScriptBinding, ScriptBindings } from '../../../runtime/
 import { bindingWaitLimit, excuseBindingWait } from '../../../runtime/lua/vm';
 import { systemClock } from '../../../runtime/contracts/context';
 import { uuidv7Source } from '../../../runtime/platform/ids';
-import { watchGameFiles } from '../../game';
+import { watchGameFiles } from '../../game-directory';
 import { WindowLimiter } from '../../infra/rate-limiter';
 import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
 import { heapInUse, ScriptRunner } from './runner';

@@ -1,7 +1,7 @@
 import type { Ctx } from '../runtime/contracts/context';
 import type { Logger } from '../runtime/platform/log';
 import { CATALOGUE_FILE, CatalogueError, EMPTY_CATALOGUE, parseCatalogue, syncCatalogue, type Catalogue } from '../runtime/catalogue/catalogue';
-import type { LoadedGame } from './game';
+import type { LoadedGame } from './game-directory';
 
 /**
  * The game directory's economy catalogue on this node: read when the game

@@ -5,7 +5,7 @@ import { DEFAULT_STATUS, type Presence } from '../../runtime/schemas/presence';
 import { presenceUpdate, type PresenceUpdate } from '../../runtime/schemas/presence';
 import type { Session, SessionRegistry } from './sessions';
 import type { Gateway, Reply } from './gateway';
-import type { FleetPresence } from '../fleet/presence';
+import type { FleetPresence } from '../fleet/fleet-presence';
 import type { ServerFrame } from '../../runtime/contracts/frame-envelope';
 
 /** Most players one offline read covers. */
@@ -19,7 +19,7 @@ const OFFLINE_BATCH = 200;
  * `presence.updated` carrying `player_id` — the field that tells a friend's
  * change from the sender's own reply (docs/decisions/0006). The last socket
  * closing clears it and tells friends `status: "offline"`. The store is the
- * fleet's (host/fleet/presence.ts): on several nodes a player is online while
+ * fleet's (host/fleet/fleet-presence.ts): on several nodes a player is online while
  * any node holds a socket of theirs, and friends on any node are told.
  */
 export class PresenceHost implements LivePresence {
