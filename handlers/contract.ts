@@ -4,7 +4,7 @@ import { ApiError, validationFailed, type ErrorCode } from '../runtime/contracts
 import type { RateLimitGroup } from '../runtime/contracts/settings';
 import { readJson } from './body';
 import { json, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
-import { restInput, type LegacyKey } from './input';
+import { restInput, type LegacyKey } from '../runtime/schemas/input';
 import { isStorableText, UNSTORABLE_TEXT } from '../runtime/platform/text';
 import type { Capability } from '../runtime/contracts/capabilities';
 import type { Operator } from '../runtime/ops/operators';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WindowLimiter } from '../host/infra/rate-limiter';
 import { DEFAULT_RATE_LIMITS, parseSettings } from '../runtime/contracts/settings';
-import { TrustedProxies } from '../host/http/adapter';
+import { TrustedProxies } from '../host/infra/client-address';
 import { startTestServer, type TestServer } from './support/server';
 import { inProcessApp } from './support/app';
 import { expectError, registerPlayer } from './support/accounts';

@@ -5,7 +5,7 @@ import { LogoutRequest, NewAccount, PasswordLogin, RefreshRequest, RegisterReque
 import { Success } from '../../runtime/schemas/common';
 import { revokeSession, rotateRefreshToken } from '../../runtime/accounts/tokens';
 import { route, type Route } from '../contract';
-import { restInput } from '../input';
+import { restInput } from '../../runtime/schemas/input';
 
 /** Password sign-in and the token lifecycle. */
 export const authRoutes: Route[] = [

@@ -1,13 +1,12 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { isIP } from 'node:net';
 import type { App } from '../../handlers/app';
 import { MAX_BODY_BYTES } from '../../handlers/body';
 import { errorResponse, type HeaderReader, type RequestLike } from '../../handlers/http';
 import { HSTS } from '../../handlers/pipeline/security-headers';
-import { parseAddress, parseAddressRange, inRange, type AddressRange } from '../../runtime/platform/address-ranges';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { IdSource } from '../../runtime/platform/ids';
 import type { StaticSite } from './static-site';
+import { forwardedFor, type TrustedProxies } from '../infra/client-address';
 
 /**
  * The `node:http` adapter of the handler library. It enforces the body rules before a byte
@@ -169,38 +168,4 @@ function readBody(req: IncomingMessage, declared: number): Promise<Buffer | null
       if (!done) reject(err);
     });
   });
-}
-
-/** The client address a trusted proxy reports in `X-Forwarded-For`, or null when it names none. */
-export function forwardedFor(req: IncomingMessage, proxies: TrustedProxies): string | null {
-  const header = req.headers['x-forwarded-for'];
-  const value = Array.isArray(header) ? header.join(',') : header;
-  if (!value) return null;
-  // Walk from the nearest hop outwards, skipping our own proxies.
-  const hops = value.split(',').map((h) => h.trim()).filter(Boolean);
-  for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = hops[i]!;
-    if (!isIP(hop)) return null;
-    if (!proxies.trusts(hop)) return hop;
-  }
-  return hops[0] ?? null;
-}
-
-/** The `trusted_proxies` setting: addresses and CIDR ranges, IPv4 and IPv6 (validated at boot). */
-export class TrustedProxies {
-  readonly #ranges: AddressRange[] = [];
-
-  constructor(entries: string[]) {
-    for (const entry of entries) {
-      const range = parseAddressRange(entry);
-      if (!range) throw new Error(`trusted_proxies: '${entry}' is not an address or CIDR range`);
-      this.#ranges.push(range);
-    }
-  }
-
-  trusts(address: string): boolean {
-    if (this.#ranges.length === 0) return false;
-    const parsed = parseAddress(address);
-    return parsed !== null && this.#ranges.some((r) => inRange(parsed, r));
-  }
 }

@@ -5,7 +5,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { z } from 'zod';
-import { frameInput } from '../../handlers/input';
+import { frameInput } from '../../runtime/schemas/input';
 import type { ClientFrameContract } from '../../runtime/schemas/frame-contract';
 import { sessionConnect, sessionHeartbeat } from '../../runtime/schemas/session';
 import {
@@ -17,7 +17,7 @@ import {
   type ClientFrame,
 } from '../../runtime/contracts/frame-envelope';
 import { FrameGuard, isOversizedMarker, MAX_FRAGMENTS } from './frame-guard';
-import { forwardedFor, TrustedProxies } from '../http/adapter';
+import { forwardedFor, TrustedProxies } from '../infra/client-address';
 import { Session, SessionRegistry } from './sessions';
 import { NO_METRICS, type MetricHooks } from '../metrics/registry';
 

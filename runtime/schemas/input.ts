@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import { ApiError, missingField, validationFailed, type ErrorCode } from '../runtime/contracts/errors';
-import { FrameError, isPlainObject } from '../runtime/contracts/frame-envelope';
-import type { ClientFrameContract } from '../runtime/schemas/frame-contract';
-import { fieldRules, type FieldRule } from '../runtime/schemas/rules';
+import { ApiError, missingField, validationFailed, type ErrorCode } from '../contracts/errors';
+import { FrameError, isPlainObject } from '../contracts/frame-envelope';
+import type { ClientFrameContract } from './frame-contract';
+import { fieldRules, type FieldRule } from './rules';
 
 /**
  * The one adapter from zod's verdict to the closed error set. REST and the
