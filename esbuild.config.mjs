@@ -45,10 +45,10 @@ await Promise.all([
     // Native or WASM-carrying packages stay external and load from node_modules.
     packages: 'external',
   }),
-  // Script workers (host/realtime/match/pool.ts loads it from beside dist/host.mjs).
+  // Script workers (host/realtime/lanes/pool.ts loads it from beside dist/host.mjs).
   build({
     ...common,
-    entryPoints: ['host/realtime/match/worker.ts'],
+    entryPoints: ['host/realtime/lanes/worker.ts'],
     outfile: 'dist/match-worker.mjs',
     platform: 'node',
     packages: 'external',

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { serveParent, start } from './_children';
 import { progress } from './_report';
 import { loadGameDirectory } from '../host/game-directory';
-import { ScriptPool } from '../host/realtime/match/pool';
+import { ScriptPool } from '../host/realtime/lanes/pool';
+import { LANE_KINDS } from '../host/realtime/lane-kinds';
 import { DEFAULT_BUDGETS } from '../runtime/lua/host-interface';
 import { DEFAULT_RATE_LIMITS } from '../runtime/contracts/settings';
 import { MatchVm } from '../runtime/lua/match';
@@ -174,13 +175,14 @@ async function crossing(workers: number, matches = 500, seconds = 5): Promise<{ 
     limits: services.limits,
     clock: services.clock,
     ids: services.ids,
-    onEvent: (e) => void (e.k === 'state' && states++),
-    onLost: () => {},
+    kinds: LANE_KINDS,
   });
+  pool.subscribe('match', (e) => void (e.k === 'state' && states++));
+  const join = (id: string, playerId: string) => pool.request(id, { ok: false }, (req) => ({ kind: 'match', op: 'join', req, matchId: id, playerId, ctx: {} }));
   const ids = Array.from({ length: matches }, (_, i) => `m${i}`);
   for (const id of ids) pool.assign(id);
-  await Promise.all(ids.map((id) => pool.create(id, arena)));
-  await Promise.all(ids.flatMap((id) => [pool.join(id, 'a', {}), pool.join(id, 'b', {})]));
+  await Promise.all(ids.map((id) => pool.request(id, { ok: false }, (req) => ({ kind: 'match', op: 'create', req, matchId: id, mode: arena }))));
+  await Promise.all(ids.flatMap((id) => [join(id, 'a'), join(id, 'b')]));
   const drive = (ms: number) =>
     new Promise<void>((resolve) => {
       const until = Date.now() + ms;
@@ -188,8 +190,8 @@ async function crossing(workers: number, matches = 500, seconds = 5): Promise<{ 
       const turn = () => {
         if (Date.now() >= until) return resolve();
         for (let i = slot; i < matches; i += 100) {
-          pool.input(ids[i]!, 'a', { dx: 1, dy: 0 });
-          pool.tick(ids[i]!, Date.now());
+          pool.queue(ids[i]!, { kind: 'match', op: 'input', matchId: ids[i]!, playerId: 'a', input: { dx: 1, dy: 0 } });
+          pool.queue(ids[i]!, { kind: 'match', op: 'tick', matchId: ids[i]!, due: Date.now() });
         }
         pool.flush();
         slot = (slot + 1) % 100;

@@ -3,16 +3,18 @@ import type { Ctx } from '../../runtime/contracts/context';
 import type { LiveState } from '../../runtime/contracts/live';
 import { ApiError } from '../../runtime/contracts/errors';
 import { availableParallelism } from 'node:os';
-import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type FailureKind, type GameInfo, type JsonObject } from '../../runtime/lua/host-interface';
+import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type FailureKind, type GameInfo, type JsonObject, type ScriptRpcResult } from '../../runtime/lua/host-interface';
 import type { Settings } from '../../runtime/contracts/settings';
 import { ChatHost } from './chat';
 import { MatchHost, type GameHandle } from './match/match-host';
-import { ScriptPool } from './match/pool';
+import { ScriptPool } from './lanes/pool';
+import { TickWheel } from './lanes/tick-wheel';
+import { LANE_KINDS } from './lane-kinds';
 import { Matchmaker } from './matchmaker';
 import { BotFill } from './bot-fill';
 import { PresenceHost } from './presence-host';
 import { RpcRegistry, type RpcHandler } from './rpc';
-import { awaitedScriptBindings, scriptBindings } from './script-bindings';
+import { awaitedScriptBindings, scriptBindings, scriptSend } from './script-bindings';
 import { Gateway } from './gateway';
 import { WorldHost } from './world/world-host';
 import { NO_METRICS, type MetricHooks } from '../metrics/registry';
@@ -66,6 +68,7 @@ export class LiveHost implements LiveState {
   #worlds: WorldHost | null = null;
   #presence: PresenceHost | null = null;
   #pool: ScriptPool | null = null;
+  #wheel: TickWheel | null = null;
   #fleet: Fleet | null = null;
 
   constructor(private readonly options: LiveOptions) {}
@@ -74,8 +77,6 @@ export class LiveHost implements LiveState {
     const metrics = this.options.metrics ?? NO_METRICS;
     const gateway = new Gateway(ctx, metrics);
     const game = this.options.game ?? NO_GAME;
-    let matches: MatchHost | null = null;
-    let worlds: WorldHost | null = null;
     const pool = new ScriptPool({
       workers: scriptWorkers(ctx.settings),
       gameDir: game.dir,
@@ -90,20 +91,17 @@ export class LiveHost implements LiveState {
       limits: ctx.limits,
       clock: ctx.clock,
       ids: ctx.ids,
-      onEvent: (e) => {
-        if (e.k === 'failures') {
-          for (const [kind, count] of Object.entries(e.counts)) metrics.luaFailure(kind as FailureKind, count);
-          return;
-        }
-        if ('worldId' in e) worlds?.onLaneEvent(e);
-        else matches?.onLaneEvent(e);
-      },
-      onLost: (ids) => {
-        matches?.onLanesLost(ids);
-        worlds?.onLanesLost(ids);
-      },
+      kinds: LANE_KINDS,
     });
-    matches = new MatchHost(ctx, gateway.sessions, game, pool);
+    const send = scriptSend(gateway.sessions);
+    pool.subscribe('lane', (e) => {
+      if (e.k === 'log') return ctx.log[e.level](e.event, e.fields);
+      if (e.k === 'send') return send(e.playerId, e.message);
+      for (const [kind, count] of Object.entries(e.counts)) metrics.luaFailure(kind as FailureKind, count);
+    });
+    // Real time, not ctx.clock: the wheel schedules real timers, and lanes measure lateness against it.
+    const wheel = new TickWheel(() => Date.now(), () => pool.flush());
+    const matches = new MatchHost(ctx, gateway.sessions, game, pool, wheel);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
     const rpc = new RpcRegistry(ctx);
     rpc.mount(RPC_NAMESPACE, scriptRpcHandler(pool));
@@ -116,11 +114,11 @@ export class LiveHost implements LiveState {
     matchmaker.attach(gateway);
     rpc.attach(gateway);
     const chat = new ChatHost(ctx, gateway.sessions);
-    worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes);
+    const worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes);
     chat.serveWorlds(worlds);
     worlds.attach(gateway);
     const fleet = this.options.fleet;
-    const hosted = { matches: () => matches!.liveIds(), worlds: () => worlds!.liveIds() };
+    const hosted = { matches: () => matches.liveIds(), worlds: () => worlds.liveIds() };
     fleet.attach({ sessions: gateway.sessions, chat, gateway, hosted });
     this.#fleet = fleet;
     const presence = new PresenceHost(ctx, (players, frame) => void fleet.push(players, frame, 'fleet'), gateway.sessions, fleet.presence);
@@ -139,6 +137,7 @@ export class LiveHost implements LiveState {
     this.#worlds = worlds;
     this.#presence = presence;
     this.#pool = pool;
+    this.#wheel = wheel;
   }
 
   /** Shutdown: stop forming matches, close sockets with 1001, stop match loops. */
@@ -148,6 +147,7 @@ export class LiveHost implements LiveState {
     await this.#gateway?.close();
     await this.#worlds?.close();
     this.#matches?.close();
+    this.#wheel?.close();
     this.#chat?.close();
     await this.#pool?.close();
   }
@@ -197,13 +197,15 @@ export class LiveHost implements LiveState {
 /** `game.<name>` methods from the game directory's `rpc.lua`, run in the script pool and answered in the registry's terms. */
 function scriptRpcHandler(pool: ScriptPool): RpcHandler {
   return async (params, call) => {
-    const r = await pool.rpc(call.method, call.playerId, params as JsonObject);
+    const r = await pool.request<ScriptRpcResult>(null, LOST_RPC, (req) => ({ kind: 'rpc', op: 'call', req, method: call.method, playerId: call.playerId, params: params as JsonObject }));
     if (r.ok) return r.result;
     if (r.unknown) throw new ApiError('rpc.unknown_method', 'No extension serves that method.');
     if (r.refused) throw new ApiError('validation_failed', 'The game script turned the call down.', r.reason ? { reason: r.reason } : {});
     throw new ApiError('internal');
   };
 }
+
+const LOST_RPC: ScriptRpcResult = { ok: false, unknown: false, refused: false, kind: 'error', message: 'worker_lost' };
 
 function started<T>(service: T | null): T {
   if (!service) throw new Error('live services used before start');

@@ -12,7 +12,7 @@ import { botNameOf, isBotId, MAX_BOTS_PER_MATCH, mintBotId } from '../../../runt
 import type { VoteOption } from '../../../runtime/votes/engine';
 import { THINK_BUCKET_MS, THINK_BUCKETS } from './bot-lane';
 import type { MatchVotes } from './votes';
-import { BucketHistogram } from './histogram';
+import { BucketHistogram } from '../lanes/histogram';
 
 /** A bot casts this long after `vote_start`, uniformly. */
 const VOTE_DELAY_MIN_MS = 1000;

@@ -1,6 +1,6 @@
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frame-envelope';
-import { isLimitKind, type GameInfo, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/host-interface';
+import { isLimitKind, type GameInfo, type JoinResult, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/host-interface';
 import type { LiveMatches } from '../../../runtime/contracts/live';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import {
@@ -15,12 +15,11 @@ import {
   type MatchJoin,
   type MatchListing,
 } from '../../../runtime/schemas/matches';
-import type { LaneEvent } from './protocol';
+import type { CreateAnswer, EventOf } from '../lanes/protocol';
 import type { ThrottleReason } from './fair-share';
-import { TICK_MS } from './runner';
-import type { ScriptPool } from './pool';
-import { BucketHistogram } from './histogram';
-import { scriptSend } from '../script-bindings';
+import { TICK_MS, type TickWheel, type WheelPlace } from '../lanes/tick-wheel';
+import type { ScriptPool } from '../lanes/pool';
+import { BucketHistogram } from '../lanes/histogram';
 import { MatchVotes } from './votes';
 import type { PhaseListing } from '../../../runtime/schemas/phases';
 import { MatchBots } from './bots';
@@ -29,13 +28,13 @@ import type { Session, SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
 import type { Gateway, Reply } from '../gateway';
 
-export { TICK_MS };
 /** Skipped ticks are logged at most this often, with the count since the last line. */
 const SKIP_LOG_EVERY_MS = 10_000;
 /** A match that never reaches `min_players` stops silently. */
 const WAITING_TIMEOUT_MS = 60_000;
 /** A finished match lingers this long answering `not_in_match`, then is gone. */
 const FINISHED_LINGER_MS = 5000;
+const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', message: 'worker_lost' };
 
 /** The loaded game directory as the match host needs it; `info` may change on rescans. */
 export interface GameHandle {
@@ -63,7 +62,8 @@ interface LiveMatch {
   everJoined: Set<string>;
   joinable: boolean;
   startedAt: Date | null;
-  slot: number;
+  /** Its place on the tick wheel while it runs. */
+  place: WheelPlace | null;
   waitingTimer: ReturnType<typeof setTimeout> | null;
   /** Where the mode's phases stood at their last transition (listing form), and when (wall ms) the lane said so; null without phases. */
   phase: PhaseListing | null;
@@ -125,118 +125,6 @@ class LatenessHistogram {
 }
 
 /**
- * One shared timer wheel for every match: 100 slots of 1 ms make up the 100 ms
- * tick. A match lives in one slot and ticks when the wheel passes it, so a
- * thousand matches cost one timer. The wheel turns one slot per event-loop
- * turn, so sockets and HTTP are served between slots however far behind it
- * is; behind by a whole period, it drops the missed passes (every match
- * skips those ticks) instead of running them back to back.
- */
-class TickWheel<T> {
-  static readonly SLOTS = 100;
-  static readonly SLOT_MS = TICK_MS / TickWheel.SLOTS;
-  readonly #slots: Set<T>[] = Array.from({ length: TickWheel.SLOTS }, () => new Set<T>());
-  /** Items whose first pass comes too soon: they tick from this instant on. */
-  readonly #firstDue = new Map<T, number>();
-  #cursor = 0;
-  #cursorAt = 0;
-  #timer: { cancel(): void } | null = null;
-  #count = 0;
-
-  constructor(
-    private readonly now: () => number,
-    private readonly run: (item: T, due: number) => void,
-    /** `periods` passes of every item were dropped. */
-    private readonly skip: (item: T, periods: number) => void,
-    /** After each slot: the batch of that slot goes out. */
-    private readonly afterSlot: () => void,
-  ) {}
-
-  /**
-   * The first tick comes one period after `add`: the item sits out its
-   * slot's next pass. Of the slots holding at most one item more than the
-   * emptiest, it takes the one turning soonest, so a steady trickle of new
-   * matches starts one period (and a few ms) after they were made, and a
-   * burst is spread over the whole period instead of piling into a few
-   * slots (its later matches start up to one period later).
-   */
-  add(item: T): number {
-    if (this.#count++ === 0) this.#start();
-    let least = Infinity;
-    for (const slot of this.#slots) least = Math.min(least, slot.size);
-    let chosen = this.#cursor;
-    for (let k = 0; k < TickWheel.SLOTS; k++) {
-      const i = (this.#cursor + k) % TickWheel.SLOTS;
-      if (this.#slots[i]!.size <= least + 1) {
-        chosen = i;
-        break;
-      }
-    }
-    this.#slots[chosen]!.add(item);
-    this.#firstDue.set(item, this.now() + TICK_MS - TickWheel.SLOT_MS);
-    return chosen;
-  }
-
-  remove(item: T, slot: number): void {
-    this.#firstDue.delete(item);
-    if (this.#slots[slot]!.delete(item) && --this.#count === 0) this.#stop();
-  }
-
-  #start(): void {
-    this.#cursorAt = this.now() + TickWheel.SLOT_MS;
-    this.#arm();
-  }
-
-  #stop(): void {
-    this.#timer?.cancel();
-    this.#timer = null;
-  }
-
-  #arm(): void {
-    const wait = this.#cursorAt - this.now();
-    if (wait > 0) {
-      const t = setTimeout(() => this.#turn(), wait);
-      this.#timer = { cancel: () => clearTimeout(t) };
-    } else {
-      // Overdue: still let the event loop serve I/O before the next slot.
-      const t = setImmediate(() => this.#turn());
-      this.#timer = { cancel: () => clearImmediate(t) };
-    }
-  }
-
-  #turn(): void {
-    this.#timer = null;
-    if (this.#count === 0) return;
-    const behind = this.now() - this.#cursorAt;
-    if (behind >= TICK_MS) {
-      const periods = Math.floor(behind / TICK_MS);
-      for (const slot of this.#slots) for (const item of slot) this.skip(item, periods);
-      this.#cursorAt += periods * TICK_MS;
-    }
-    const due = this.#cursorAt;
-    for (const item of [...this.#slots[this.#cursor]!]) {
-      const first = this.#firstDue.get(item);
-      if (first !== undefined) {
-        if (due < first) continue;
-        this.#firstDue.delete(item);
-      }
-      this.run(item, due);
-    }
-    this.afterSlot();
-    this.#cursor = (this.#cursor + 1) % TickWheel.SLOTS;
-    this.#cursorAt += TickWheel.SLOT_MS;
-    if (this.#count > 0) this.#arm();
-  }
-
-  close(): void {
-    this.#stop();
-    for (const s of this.#slots) s.clear();
-    this.#firstDue.clear();
-    this.#count = 0;
-  }
-}
-
-/**
  * Live matches of this node, their `match.*` frames and their tick
  * bookkeeping. The scripts run in the script pool (host/realtime/match/):
  * each tick the wheel sends the match's queued inputs and a tick command to
@@ -248,10 +136,8 @@ class TickWheel<T> {
 export class MatchHost implements LiveMatches {
   readonly #matches = new Map<string, LiveMatch>();
   readonly #byPlayer = new Map<string, LiveMatch>();
-  readonly #wheel: TickWheel<LiveMatch>;
   readonly #lateness = new LatenessHistogram();
   readonly #lingering = new Set<ReturnType<typeof setTimeout>>();
-  readonly #send: ReturnType<typeof scriptSend>;
   readonly #votes: MatchVotes;
   readonly #bots: MatchBots<LiveMatch>;
   readonly #stateSent: Tally;
@@ -263,15 +149,11 @@ export class MatchHost implements LiveMatches {
     private readonly sessions: SessionRegistry,
     private readonly game: GameHandle,
     private readonly pool: ScriptPool,
+    /** The lanes' one clock (host/realtime/lanes/tick-wheel.ts). */
+    private readonly wheel: TickWheel,
   ) {
-    // Real time, not ctx.clock: the wheel schedules real timers, and lanes measure lateness against it.
-    this.#wheel = new TickWheel<LiveMatch>(
-      () => Date.now(),
-      (m, due) => this.#tick(m, due),
-      (_m, periods) => this.#skipped(periods),
-      () => pool.flush(),
-    );
-    this.#send = scriptSend(sessions);
+    pool.subscribe('match', (e) => this.onLaneEvent(e));
+    pool.onLost((ids) => this.onLanesLost(ids));
     this.#stateSent = sessions.metrics.frameOut('match.state');
     this.#votes = new MatchVotes(ctx, sessions, pool, (playerId) => this.#byPlayer.get(playerId));
     this.#bots = new MatchBots(ctx, this, this.#votes);
@@ -329,7 +211,7 @@ export class MatchHost implements LiveMatches {
       everJoined: new Set(),
       joinable: true,
       startedAt: null,
-      slot: -1,
+      place: null,
       waitingTimer: null,
       phase: null,
       phaseAt: 0,
@@ -339,11 +221,11 @@ export class MatchHost implements LiveMatches {
     // Registered before the script answers: it counts against match_max, and concurrent find_or_create callers converge on it.
     this.#matches.set(id, match);
     this.pool.assign(id);
-    match.ready = this.pool.create(id, mode).then((answer) => {
+    match.ready = this.pool.request<CreateAnswer>(id, { ok: false }, (req) => ({ kind: 'match', op: 'create', req, matchId: id, mode })).then((answer) => {
       if (!answer.ok) {
         match.status = 'finished';
         this.#matches.delete(id);
-        this.pool.release(id);
+        this.#release(id);
         throw new FrameError('match_start_failed');
       }
       match.started = true;
@@ -382,7 +264,7 @@ export class MatchHost implements LiveMatches {
   }
 
   async #join(match: LiveMatch, playerId: string, ctx: JsonObject): Promise<JoinedInfo> {
-    const r = await this.pool.join(match.id, playerId, ctx);
+    const r = await this.pool.request<JoinResult>(match.id, LOST_JOIN, (req) => ({ kind: 'match', op: 'join', req, matchId: match.id, playerId, ctx }));
     if (match.status === 'finished') throw new FrameError('not_in_match');
     if (!r.ok) {
       if (r.refused) throw new FrameError('join_refused', { details: r.reason ? { refused_reason: r.reason } : {} });
@@ -404,7 +286,7 @@ export class MatchHost implements LiveMatches {
     if (!match) return;
     this.#byPlayer.delete(playerId);
     if (match.status === 'finished') return;
-    this.pool.leave(match.id, playerId);
+    this.pool.soon(match.id, { kind: 'match', op: 'leave', matchId: match.id, playerId });
     match.roster.delete(playerId);
     // Bots play for people: a match only bots are left in stops as an empty one does.
     const human = (id: string) => !isBotId(id);
@@ -441,7 +323,7 @@ export class MatchHost implements LiveMatches {
   }
 
   close(): void {
-    this.#wheel.close();
+    for (const m of this.#matches.values()) m.place?.remove();
     this.#votes.close();
     this.#bots.close();
     for (const t of this.#lingering) clearTimeout(t);
@@ -451,17 +333,8 @@ export class MatchHost implements LiveMatches {
   }
 
   /** What the lanes report: state frames, script effects, finished matches. */
-  onLaneEvent(e: Exclude<LaneEvent, { worldId: string } | { k: 'failures' }>): void {
-    switch (e.k) {
-      case 'log':
-        return this.ctx.log[e.level](e.event, e.fields);
-      case 'send':
-        return this.#send(e.playerId, e.message);
-      case 'answer':
-        return;
-      case 'thinks':
-        return this.#bots.recordThinks(e.buckets);
-    }
+  onLaneEvent(e: EventOf<'match'>): void {
+    if (e.k === 'thinks') return this.#bots.recordThinks(e.buckets);
     const match = this.#matches.get(e.matchId);
     if (!match) return;
     switch (e.k) {
@@ -556,7 +429,7 @@ export class MatchHost implements LiveMatches {
       throw new FrameError('not_in_match', { frameType: 'match.input', echoCid: false });
     }
     // Waiting or paused: the frame was delivered, but there is no tick to apply it to.
-    if (match.status === 'running') this.pool.input(match.id, session.playerId!, input);
+    if (match.status === 'running') this.pool.queue(match.id, { kind: 'match', op: 'input', matchId: match.id, playerId: session.playerId!, input });
     return null;
   }
 
@@ -573,7 +446,7 @@ export class MatchHost implements LiveMatches {
     match.phaseAt = Date.now();
     if (match.waitingTimer) clearTimeout(match.waitingTimer);
     match.waitingTimer = null;
-    match.slot = this.#wheel.add(match);
+    match.place = this.wheel.add({ period: TICK_MS, tick: (due) => this.#tick(match, due), skipped: (turns) => this.#skipped(turns) });
   }
 
   #tick(match: LiveMatch, due: number): void {
@@ -581,7 +454,7 @@ export class MatchHost implements LiveMatches {
     // The lane has not answered the previous tick (a script at its deadline): skip, never queue.
     if (match.inFlight) return this.#skipped(1);
     match.inFlight = true;
-    this.pool.tick(match.id, due);
+    this.pool.queue(match.id, { kind: 'match', op: 'tick', matchId: match.id, due });
   }
 
   /** Counted in the lateness histogram; logged at most once per SKIP_LOG_EVERY_MS with the count since. */
@@ -617,10 +490,10 @@ export class MatchHost implements LiveMatches {
   }
 
   #finish(match: LiveMatch, result: Record<string, unknown>): void {
-    if (match.status === 'running') this.#wheel.remove(match, match.slot);
+    match.place?.remove();
     if (match.waitingTimer) clearTimeout(match.waitingTimer);
     match.status = 'finished';
-    this.pool.release(match.id);
+    this.#release(match.id);
     this.#votes.end(match);
     const finishedAt = new Date(this.ctx.clock.now());
     this.#toRoster(match, JSON.stringify({ type: 'match.finished', payload: { match_id: match.id, result } }), this.sessions.metrics.frameOut('match.finished'));
@@ -645,14 +518,18 @@ export class MatchHost implements LiveMatches {
 
   /** Ends a match without a finished frame or record (emptied, never started). */
   #stop(match: LiveMatch, why: string): void {
-    if (match.status === 'running') this.#wheel.remove(match, match.slot);
+    match.place?.remove();
     if (match.waitingTimer) clearTimeout(match.waitingTimer);
     match.status = 'finished';
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
     this.#matches.delete(match.id);
-    this.pool.release(match.id);
+    this.#release(match.id);
     this.#votes.end(match);
     this.ctx.log.info('match_stopped', { match_id: match.id, reason: why });
+  }
+
+  #release(id: string): void {
+    this.pool.release(id, { kind: 'match', op: 'close', matchId: id });
   }
 
   #toRoster(match: LiveMatch, text: string, sent: Tally): void {

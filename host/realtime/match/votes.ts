@@ -8,7 +8,7 @@ import { Vote, type VoteConfig, type VoteResult } from '../../../runtime/votes/e
 import { recordVote } from '../../../runtime/votes/votes';
 import type { Gateway, Reply } from '../gateway';
 import type { Session, SessionRegistry } from '../sessions';
-import type { ScriptPool } from './pool';
+import type { ScriptPool } from '../lanes/pool';
 
 /** What the votes need of a live match or world. */
 export interface VotingMatch {
@@ -139,7 +139,7 @@ export class MatchVotes {
     ballots.open = null;
     ballots.closed.add(vote_id);
     this.#toRoster(match, 'vote_vetoed', { vote_id, vetoed_by: playerId });
-    this.pool.voteResolved(match.id, open.vote.config.template, { vote_id, winner: null, status: 'vetoed', vetoed_by: playerId, votes_cast: open.vote.votesCast() });
+    this.#resolved(match, open.vote.config.template, { vote_id, winner: null, status: 'vetoed', vetoed_by: playerId, votes_cast: open.vote.votesCast() });
     this.#record(match.id, open, 'vetoed', null);
     return { type: 'vote.veto_ok', payload: { success: true } };
   }
@@ -175,12 +175,18 @@ export class MatchVotes {
     ballots.open = null;
     ballots.closed.add(open.vote.id);
     const result = open.vote.result(Math.random);
-    this.pool.voteResolved(match.id, open.vote.config.template, { ...(result as unknown as JsonObject), votes_cast: open.vote.votesCast() });
+    this.#resolved(match, open.vote.config.template, { ...(result as unknown as JsonObject), votes_cast: open.vote.votesCast() });
     // The row first, so a client that reads the vote on hearing its result finds it.
     void this.#record(match.id, open, 'resolved', result).finally(() => {
       const { rounds: _rounds, ...push } = result;
       this.#toRoster(match, 'vote_result', push);
     });
+  }
+
+  /** The vote is over: a match's script hears `vote_resolved`; a world may ask for its next. */
+  #resolved(match: VotingMatch, template: string, result: JsonObject): void {
+    if (match.mode.kind === 'world') this.pool.soon(match.id, { kind: 'world', op: 'vote_resolved', worldId: match.id });
+    else this.pool.soon(match.id, { kind: 'match', op: 'vote_resolved', matchId: match.id, template, result });
   }
 
   #record(matchId: string, open: OpenVote, status: VoteStatus, result: VoteResult | null): Promise<void> {

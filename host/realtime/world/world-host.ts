@@ -1,6 +1,6 @@
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frame-envelope';
-import { isLimitKind, type JsonObject, type ModeInfo } from '../../../runtime/lua/host-interface';
+import { isLimitKind, type JoinResult, type JsonObject, type ModeInfo } from '../../../runtime/lua/host-interface';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import type { LiveWorlds } from '../../../runtime/contracts/live';
 import { forgetWorld, loadPersistentWorlds, rememberWorld, saveSnapshot, type ZoneSnapshot } from '../../../runtime/worlds/worlds';
@@ -18,8 +18,8 @@ import {
   type WorldStatus,
 } from '../../../runtime/schemas/worlds';
 import type { GameHandle } from '../match/match-host';
-import type { ScriptPool } from '../match/pool';
-import type { LaneEvent } from '../match/protocol';
+import type { ScriptPool } from '../lanes/pool';
+import type { CreateAnswer, EventOf, WorldJoinAnswer } from '../lanes/protocol';
 import type { MatchVotes, VotingMatch } from '../match/votes';
 import type { Gateway, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
@@ -30,7 +30,7 @@ const FINISHED_LINGER_MS = 5000;
 /** Listings are rebuilt at most this often. */
 const LIST_CACHE_MS = 500;
 
-type WorldEvent = Extract<LaneEvent, { worldId: string }>;
+const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', message: 'worker_lost' };
 
 interface LiveWorld {
   id: string;
@@ -94,6 +94,8 @@ export class WorldHost implements LiveWorlds {
     /** The node's votes (host/realtime/match/votes.ts): a world's `_vote` opens one for its players. */
     private readonly votes: MatchVotes,
   ) {
+    pool.subscribe('world', (e) => this.onLaneEvent(e));
+    pool.onLost((ids) => this.onLanesLost(ids));
     sessions.onPlayerGone((playerId) => this.#gone(playerId));
     votes.worldOf = (playerId) => {
       const world = this.#byPlayer.get(playerId);
@@ -196,10 +198,11 @@ export class WorldHost implements LiveWorlds {
     this.#listCache = null;
     if (ownerId !== null) this.#owned.set(ownerId, (this.#owned.get(ownerId) ?? 0) + 1);
     this.pool.assign(id);
-    world.ready = this.pool.createWorld(id, mode, seed, known ? { zones: known.zones } : null).then(async (answer) => {
+    const recovery = known ? { zones: known.zones } : null;
+    world.ready = this.pool.request<CreateAnswer>(id, { ok: false }, (req) => ({ kind: 'world', op: 'create', req, worldId: id, mode, seed, recovery })).then(async (answer) => {
       if (!answer.ok) {
         this.#drop(world);
-        this.pool.releaseWorld(id);
+        this.#release(id);
         throw new FrameError('world_server_not_started');
       }
       if (world.status !== 'loading') return;
@@ -248,7 +251,8 @@ export class WorldHost implements LiveWorlds {
     if (world.inFlight) this.#stats.skipped++;
     else {
       world.inFlight = true;
-      this.pool.worldTick(world.id, due);
+      // Goes out at the end of this turn with the inputs queued before it.
+      this.pool.soon(world.id, { kind: 'world', op: 'tick', worldId: world.id, due });
     }
     this.#schedule(world, next);
   }
@@ -272,7 +276,7 @@ export class WorldHost implements LiveWorlds {
   }
 
   async #join(world: LiveWorld, playerId: string, ctx: JsonObject): Promise<WorldJoined> {
-    const r = await this.pool.joinWorld(world.id, playerId, ctx);
+    const r = await this.pool.request<WorldJoinAnswer>(world.id, LOST_JOIN, (req) => ({ kind: 'world', op: 'join', req, worldId: world.id, playerId, ctx }));
     if (world.status === 'finished') throw new FrameError('not_in_match');
     if (!r.ok) {
       if (r.refused) throw new FrameError('join_refused', { details: r.reason ? { refused_reason: r.reason } : {} });
@@ -304,7 +308,7 @@ export class WorldHost implements LiveWorlds {
     world.roster.delete(playerId);
     world.zones.delete(playerId);
     this.chat.setFollowed(playerId, []);
-    await this.pool.leaveWorld(world.id, playerId, false);
+    await this.#leaveLane(world.id, playerId, false);
     if (world.roster.size === 0 && world.joining.size === 0) this.#emptied(world);
   }
 
@@ -314,7 +318,7 @@ export class WorldHost implements LiveWorlds {
     if (!world || world.status === 'finished') return;
     const ttl = world.mode.world!.player_ttl_ms;
     if (ttl === 0) return void this.leave(playerId);
-    void this.pool.leaveWorld(world.id, playerId, true);
+    void this.#leaveLane(world.id, playerId, true);
     this.chat.setFollowed(playerId, []);
     const timer = ttl < 0 ? null : setTimeout(() => void this.leave(playerId), ttl);
     timer?.unref();
@@ -342,7 +346,7 @@ export class WorldHost implements LiveWorlds {
     if (world.timer) clearTimeout(world.timer);
     if (world.graceTimer) clearTimeout(world.graceTimer);
     for (const t of world.detached.values()) if (t) clearTimeout(t);
-    this.pool.releaseWorld(world.id);
+    this.#release(world.id);
     this.votes.end(this.#voting(world));
     this.#unown(world);
     this.#toRoster(world, JSON.stringify({ type: 'world.finished', payload: { world_id: world.id, result } }));
@@ -389,20 +393,16 @@ export class WorldHost implements LiveWorlds {
 
   // ---- lane events --------------------------------------------------------------
 
-  isWorldEvent(e: LaneEvent): e is WorldEvent {
-    return 'worldId' in e;
-  }
-
-  onLaneEvent(e: WorldEvent): void {
+  onLaneEvent(e: EventOf<'world'>): void {
     const world = this.#worlds.get(e.worldId);
-    if (e.k === 'world_snapshot') {
+    if (e.k === 'snapshot') {
       this.#snapshotWaiters.get(e.worldId)?.();
       void this.#saveSnapshot(e.worldId, e.zones);
       return;
     }
     if (!world || world.status === 'finished') return;
     switch (e.k) {
-      case 'world': {
+      case 'step': {
         if (e.tick) {
           world.inFlight = false;
           this.#stats.busy.push(e.tick.busyMs);
@@ -421,14 +421,14 @@ export class WorldHost implements LiveWorlds {
         for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
         return;
       }
-      case 'world_skipped':
+      case 'skipped':
         world.inFlight = false;
         this.#stats.skipped++;
         return;
-      case 'world_finished':
+      case 'finished':
         world.inFlight = false;
         return this.#finish(world, e.result);
-      case 'world_vote':
+      case 'vote':
         if (world.status === 'running') this.votes.open(this.#voting(world), e.config);
         return;
     }
@@ -440,6 +440,16 @@ export class WorldHost implements LiveWorlds {
       const world = this.#worlds.get(id);
       if (world && world.status === 'running') this.#finish(world, { status: 'error', reason: 'worker_lost' });
     }
+  }
+
+  /** Settles once the lane has removed the player (its removal frames are out before the answer). */
+  async #leaveLane(worldId: string, playerId: string, detach: boolean): Promise<void> {
+    await this.pool.requestIfPlaced(worldId, { ok: false }, (req) => ({ kind: 'world', op: 'leave', req, worldId, playerId, detach }));
+  }
+
+  /** The world is over on the main thread: its VMs go too. */
+  #release(worldId: string): void {
+    this.pool.release(worldId, { kind: 'world', op: 'close', worldId });
   }
 
   // ---- frames -------------------------------------------------------------------
@@ -481,7 +491,7 @@ export class WorldHost implements LiveWorlds {
     const world = this.#byPlayer.get(session.playerId!);
     if (!world || world.status !== 'running') throw new FrameError('not_in_match', { frameType: 'world.input', echoCid: false });
     const stamped = typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0 ? seq : null;
-    this.pool.worldInput(world.id, session.playerId!, input, stamped);
+    this.pool.queue(world.id, { kind: 'world', op: 'input', worldId: world.id, playerId: session.playerId!, input, seq: stamped });
     return null;
   }
 
@@ -490,7 +500,7 @@ export class WorldHost implements LiveWorlds {
     const world = this.#byPlayer.get(playerId);
     if (!zone || !world || world.status !== 'running') return null;
     if (!this.ctx.limits.take('resync', `p:${playerId}`).ok || !this.ctx.limits.take('resync_global', 'node').ok) return null;
-    this.pool.worldResync(world.id, playerId, zone[0], zone[1]);
+    this.pool.soon(world.id, { kind: 'world', op: 'resync', worldId: world.id, playerId, x: zone[0], y: zone[1] });
     return null;
   }
 
@@ -513,7 +523,7 @@ export class WorldHost implements LiveWorlds {
       waits.push(
         new Promise<void>((resolve) => {
           this.#snapshotWaiters.set(w.id, resolve);
-          this.pool.worldSnapshot(w.id);
+          this.pool.soon(w.id, { kind: 'world', op: 'snapshot', worldId: w.id });
         }),
       );
     }

@@ -4,17 +4,18 @@
  * hold up sockets, HTTP or the tick wheel. Commands to a lane are batched
  * and posted once per wheel slot; what awaits an answer (a create, a join,
  * an RPC call) goes at the end of the current event-loop turn. A worker that
- * dies is replaced at once and the matches it held are reported lost.
+ * dies is replaced at once and the matches and worlds it held are reported
+ * lost. The pool knows no kind of script: hosts send their kind's commands
+ * and subscribe to their kind's events (protocol.ts).
  */
 import { MessageChannel, Worker } from 'node:worker_threads';
 import type { Logger } from '../../../runtime/platform/log';
-import type { AwaitedBindings, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBinding, ScriptBindings, ScriptRpcResult, ScriptSource } from '../../../runtime/lua/host-interface';
+import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptSource } from '../../../runtime/lua/host-interface';
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
-import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type CreateAnswer, type LaneEvent, type WorkerData, type WorldJoinAnswer } from './protocol';
-import type { WorldRecovery } from '../world/world-run';
-import { ScriptRunner, type RunnerOptions } from './runner';
+import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type EventOf, type LaneEvent, type WorkerData } from './protocol';
+import { ScriptRunner, type LaneKinds, type RunnerOptions } from './runner';
 
 export interface PoolOptions {
   /** Worker threads; 0 runs the scripts on the main thread. */
@@ -34,11 +35,11 @@ export interface PoolOptions {
   limits: RateLimiter;
   clock: Clock;
   ids: IdSource;
-  /** Every event but answers, in order. */
-  onEvent(event: LaneEvent): void;
-  /** A worker died; these matches died with it. */
-  onLost(matchIds: string[]): void;
+  /** The kinds the main thread's own lane runs (`workers: 0`); workers build theirs from the same table. */
+  kinds: LaneKinds;
 }
+
+type Listener<E> = (event: E) => void;
 
 interface Lane {
   index: number;
@@ -55,8 +56,6 @@ interface Lane {
   isTerminated(): boolean;
 }
 
-const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', message: 'worker_lost' };
-const LOST_RPC: ScriptRpcResult = { ok: false, unknown: false, refused: false, kind: 'error', message: 'worker_lost' };
 /** A worker that dies this soon after starting is restarted after a growing pause, not at once. */
 const EARLY_DEATH_MS = 5000;
 
@@ -68,6 +67,8 @@ export class ScriptPool {
   readonly #restartDelay = new Map<number, number>();
   readonly #shape: BindingShape;
   readonly #awaited: AwaitedBindings;
+  readonly #listeners: { [K in LaneEvent['kind']]: Listener<EventOf<K>>[] } = { lane: [], match: [], world: [] };
+  readonly #lostListeners: Listener<string[]>[] = [];
 
   constructor(private readonly options: PoolOptions) {
     this.#awaited = options.awaitedBindings ?? {};
@@ -91,82 +92,49 @@ export class ScriptPool {
     this.#byMatch.set(matchId, best);
   }
 
-  create(matchId: string, mode: ModeInfo): Promise<CreateAnswer> {
-    return this.#request(this.#laneOf(matchId), { ok: false }, (req) => ({ op: 'create', req, matchId, mode })) as Promise<CreateAnswer>;
+  /** Hears every event of one kind, in order (answers settle their requests instead). */
+  subscribe<K extends LaneEvent['kind']>(kind: K, listener: Listener<EventOf<K>>): void {
+    (this.#listeners[kind] as Listener<EventOf<K>>[]).push(listener);
   }
 
-  join(matchId: string, playerId: string, ctx: JsonObject): Promise<JoinResult> {
-    return this.#request(this.#laneOf(matchId), LOST_JOIN, (req) => ({ op: 'join', req, matchId, playerId, ctx })) as Promise<JoinResult>;
+  /** Hears the ids of the matches and worlds a dead worker took with it. */
+  onLost(listener: Listener<string[]>): void {
+    this.#lostListeners.push(listener);
   }
 
-  rpc(method: string, playerId: string, params: JsonObject): Promise<ScriptRpcResult> {
-    return this.#request(this.#lanes[0]!, LOST_RPC, (req) => ({ op: 'rpc', req, method, playerId, params })) as Promise<ScriptRpcResult>;
+  /**
+   * A command someone awaits, posted at the end of this turn; settles with
+   * the lane's answer, or `lost` if the lane dies first. `id` is the match
+   * or world it concerns; null sends it to the first lane (the one serving
+   * `rpc.lua`).
+   */
+  request<A extends Answer>(id: string | null, lost: A, command: (req: number) => Command): Promise<A> {
+    return this.#request(id === null ? this.#lanes[0]! : this.#laneOf(id), lost, command) as Promise<A>;
   }
 
-  leave(matchId: string, playerId: string): void {
-    this.#soon(this.#byMatch.get(matchId), { op: 'leave', matchId, playerId });
+  /** Like `request`, but quietly settles with `lost` when `id` holds no lane. */
+  requestIfPlaced<A extends Answer>(id: string, lost: A, command: (req: number) => Command): Promise<A> {
+    const lane = this.#byMatch.get(id);
+    return lane ? (this.#request(lane, lost, command) as Promise<A>) : Promise.resolve(lost);
   }
 
-  /** Queued for the next slot's batch: inputs wait for their match's tick anyway. */
-  input(matchId: string, playerId: string, input: JsonObject): void {
-    this.#byMatch.get(matchId)?.pending.push({ op: 'input', matchId, playerId, input });
+  /** Posted at the end of this turn. */
+  soon(id: string, command: Command): void {
+    this.#soon(this.#byMatch.get(id), command);
   }
 
-  tick(matchId: string, due: number): void {
-    this.#byMatch.get(matchId)?.pending.push({ op: 'tick', matchId, due });
+  /** Goes with the next slot's batch: inputs and ticks wait for the wheel anyway. */
+  queue(id: string, command: Command): void {
+    this.#byMatch.get(id)?.pending.push(command);
   }
 
-  createWorld(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null): Promise<CreateAnswer> {
-    return this.#request(this.#laneOf(worldId), { ok: false }, (req) => ({ op: 'world_create', req, worldId, mode, seed, recovery })) as Promise<CreateAnswer>;
-  }
-
-  joinWorld(worldId: string, playerId: string, ctx: JsonObject): Promise<WorldJoinAnswer> {
-    return this.#request(this.#laneOf(worldId), LOST_JOIN, (req) => ({ op: 'world_join', req, worldId, playerId, ctx })) as Promise<WorldJoinAnswer>;
-  }
-
-  /** Settles once the lane has removed the player (its removal frames are out before the answer). */
-  async leaveWorld(worldId: string, playerId: string, detach: boolean): Promise<void> {
-    const lane = this.#byMatch.get(worldId);
-    if (lane) await this.#request(lane, { ok: false }, (req) => ({ op: 'world_leave', req, worldId, playerId, detach }));
-  }
-
-  worldInput(worldId: string, playerId: string, input: JsonObject, seq: number | null): void {
-    this.#byMatch.get(worldId)?.pending.push({ op: 'world_input', worldId, playerId, input, seq });
-  }
-
-  worldResync(worldId: string, playerId: string, x: number, y: number): void {
-    this.#soon(this.#byMatch.get(worldId), { op: 'world_resync', worldId, playerId, x, y });
-  }
-
-  /** Goes out at the end of this turn with the inputs queued before it. */
-  worldTick(worldId: string, due: number): void {
-    this.#soon(this.#byMatch.get(worldId), { op: 'world_tick', worldId, due });
-  }
-
-  worldSnapshot(worldId: string): void {
-    this.#soon(this.#byMatch.get(worldId), { op: 'world_snapshot', worldId });
-  }
-
-  /** The world is over on the main thread: its VMs go too. */
-  releaseWorld(worldId: string): void {
-    const lane = this.#byMatch.get(worldId);
+  /** The match or world is over on the main thread: `close` tells its lane to drop its VMs. */
+  release(id: string, close: Command): void {
+    const lane = this.#byMatch.get(id);
     if (!lane) return;
-    this.#byMatch.delete(worldId);
-    lane.matches.delete(worldId);
-    this.#soon(lane, { op: 'world_close', worldId });
-  }
-
-  voteResolved(matchId: string, template: string, result: JsonObject): void {
-    this.#soon(this.#byMatch.get(matchId), { op: 'vote_resolved', matchId, template, result });
-  }
-
-  /** The match is over on the main thread: its VM goes too. */
-  release(matchId: string): void {
-    const lane = this.#byMatch.get(matchId);
-    if (!lane) return;
-    this.#byMatch.delete(matchId);
-    lane.matches.delete(matchId);
-    this.#soon(lane, { op: 'close', matchId });
+    this.#byMatch.delete(id);
+    lane.matches.delete(id);
+    this.#soon(lane, close);
   }
 
   /** Posts every lane's batch (the wheel calls this once per slot). */
@@ -218,9 +186,11 @@ export class ScriptPool {
         const r = lane.requests.get(e.req);
         lane.requests.delete(e.req);
         r?.resolve(e.answer);
-      } else {
+        continue;
+      }
+      for (const listener of this.#listeners[e.kind] as Listener<LaneEvent>[]) {
         try {
-          this.options.onEvent(e);
+          listener(e);
         } catch (err) {
           this.options.log.error('script_event_failed', { kind: e.k, error: err });
         }
@@ -234,16 +204,19 @@ export class ScriptPool {
 
   /** `match_workers: 0`: the runner on this thread, still answering asynchronously. */
   #inlineLane(index: number): Lane {
-    const runner = new ScriptRunner({
-      source: this.options.source,
-      budgets: this.options.budgets,
-      bindings: this.options.bindings,
-      limits: this.options.limits,
-      clock: this.options.clock,
-      ids: this.options.ids,
-      failingTicksMax: this.options.failingTicksMax,
-      rpc: index === 0,
-    });
+    const runner = new ScriptRunner(
+      {
+        source: this.options.source,
+        budgets: this.options.budgets,
+        bindings: this.options.bindings,
+        limits: this.options.limits,
+        clock: this.options.clock,
+        ids: this.options.ids,
+        failingTicksMax: this.options.failingTicksMax,
+        rpc: index === 0,
+      },
+      this.options.kinds,
+    );
     let closed = false;
     const lane: Lane = this.#newLane(
       index,
@@ -341,7 +314,7 @@ export class ScriptPool {
     };
     if (delay > 0) setTimeout(replace, delay).unref();
     else replace();
-    this.options.onLost(matchIds);
+    for (const listener of this.#lostListeners) listener(matchIds);
   }
 
   /** Runs a binding a worker's script called; a binding that throws answers an error envelope. */

@@ -1,6 +1,6 @@
 /**
  * Entry of a script worker thread (built to dist/match-worker.mjs): a
- * ScriptRunner over its own view of the game directory, fed command batches
+ * ScriptRunner with every lane kind, over its own view of the game directory, fed command batches
  * by the main thread. Bindings (`game.notify` ...) are answered by the main
  * thread, which owns the database and the sockets, while this thread waits.
  */
@@ -13,6 +13,7 @@ import { watchGameFiles } from '../../game-directory';
 import { WindowLimiter } from '../../infra/rate-limiter';
 import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
 import { heapInUse, ScriptRunner } from './runner';
+import { LANE_KINDS } from '../lane-kinds';
 
 const data = workerData as WorkerData;
 const signal = new Int32Array(data.signal);
@@ -73,16 +74,19 @@ function proxyBindings(shape: BindingShape): ScriptBindings {
 }
 
 const files = data.gameDir ? watchGameFiles(data.gameDir) : null;
-const runner = new ScriptRunner({
-  source: files?.source ?? { read: () => null },
-  budgets: data.budgets,
-  bindings: proxyBindings(data.bindings),
-  limits: new WindowLimiter(data.rateLimits),
-  clock: systemClock,
-  ids: uuidv7Source(),
-  failingTicksMax: data.failingTicksMax,
-  rpc: data.rpc,
-});
+const runner = new ScriptRunner(
+  {
+    source: files?.source ?? { read: () => null },
+    budgets: data.budgets,
+    bindings: proxyBindings(data.bindings),
+    limits: new WindowLimiter(data.rateLimits),
+    clock: systemClock,
+    ids: uuidv7Source(),
+    failingTicksMax: data.failingTicksMax,
+    rpc: data.rpc,
+  },
+  LANE_KINDS,
+);
 
 parentPort!.on('message', (commands: Command[]) => {
   const events = runner.run(commands);
@@ -90,7 +94,7 @@ parentPort!.on('message', (commands: Command[]) => {
   // Memory a script keeps between calls is not any one call's; the worker's
   // ceiling catches it, and the main thread replaces the worker.
   if (heapInUse() > data.memoryBytes) {
-    parentPort!.postMessage([{ k: 'log', level: 'warn', event: 'script_worker_memory_exceeded', fields: { bytes: heapInUse(), limit: data.memoryBytes } }]);
+    parentPort!.postMessage([{ kind: 'lane', k: 'log', level: 'warn', event: 'script_worker_memory_exceeded', fields: { bytes: heapInUse(), limit: data.memoryBytes } }]);
     process.exit(MEMORY_EXIT_CODE);
   }
 });

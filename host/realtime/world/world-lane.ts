@@ -1,0 +1,149 @@
+/**
+ * The world kind's side of a script lane: every world the lane holds
+ * (world-run.ts runs its VMs), stepped by the commands the world host sends
+ * and reporting each step's output as one event.
+ */
+import type { ModeInfo } from '../../../runtime/lua/host-interface';
+import { parseVoteConfig } from '../../../runtime/votes/engine';
+import type { Answer, WorldCommand } from '../lanes/protocol';
+import type { LaneContext, LaneHandler } from '../lanes/runner';
+import { WorldRun, type WorldRecovery } from './world-run';
+
+interface LaneWorld {
+  run: WorldRun;
+  /** A vote the world asked for through `_vote` is open: no other starts meanwhile. */
+  voting: boolean;
+  /** The phase listing last sent, as text. */
+  phase: string | null;
+}
+
+type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number };
+
+export class WorldLane implements LaneHandler<WorldCommand> {
+  readonly #worlds = new Map<string, LaneWorld>();
+
+  constructor(private readonly lane: LaneContext) {}
+
+  get size(): number {
+    return this.#worlds.size;
+  }
+
+  failedAnswer(c: WorldCommand): Answer {
+    return c.op === 'create' ? { ok: false } : { ok: false, unknown: false, refused: false, kind: 'error', message: 'internal' };
+  }
+
+  apply(c: WorldCommand): void {
+    switch (c.op) {
+      case 'create':
+        return this.lane.answer(c.req, this.#create(c.worldId, c.mode, c.seed, c.recovery));
+      case 'join': {
+        const w = this.#worlds.get(c.worldId);
+        if (!w) return this.lane.answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such world' });
+        const r = w.run.join(c.playerId, c.ctx);
+        this.lane.answer(c.req, r);
+        return this.#output(c.worldId, w, null);
+      }
+      case 'leave': {
+        const w = this.#worlds.get(c.worldId);
+        if (w) {
+          if (c.detach) w.run.detach(c.playerId);
+          else w.run.leave(c.playerId);
+          this.#output(c.worldId, w, null);
+        }
+        return this.lane.answer(c.req, { ok: true });
+      }
+      case 'input':
+        return this.#worlds.get(c.worldId)?.run.input(c.playerId, c.input, c.seq);
+      case 'resync': {
+        const w = this.#worlds.get(c.worldId);
+        if (!w) return;
+        w.run.resync(c.playerId, c.x, c.y);
+        return this.#output(c.worldId, w, null);
+      }
+      case 'tick':
+        return this.#tick(c.worldId, c.due);
+      case 'snapshot': {
+        const w = this.#worlds.get(c.worldId);
+        if (w) this.lane.emit({ kind: 'world', k: 'snapshot', worldId: c.worldId, zones: w.run.snapshot() });
+        return;
+      }
+      case 'close':
+        this.#worlds.get(c.worldId)?.run.close();
+        this.#worlds.delete(c.worldId);
+        return;
+      case 'vote_resolved': {
+        const w = this.#worlds.get(c.worldId);
+        if (w) w.voting = false;
+        return;
+      }
+    }
+  }
+
+  #create(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null): Answer {
+    if (!mode.world) return { ok: false };
+    const lane = this.lane;
+    const run = WorldRun.start(
+      {
+        worldId,
+        mode,
+        seed,
+        source: lane.source,
+        budgets: lane.budgets,
+        failingTicksMax: lane.failingTicksMax,
+        log: lane.log,
+        limits: lane.limits,
+        ids: lane.ids,
+        bindings: lane.bindings,
+        send: (playerId, message) => lane.emit({ kind: 'lane', k: 'send', playerId, message }),
+        failed: lane.failed,
+      },
+      recovery,
+    );
+    if (!run) return { ok: false };
+    const world: LaneWorld = { run, voting: false, phase: null };
+    this.#worlds.set(worldId, world);
+    this.#output(worldId, world, null);
+    return { ok: true };
+  }
+
+  #tick(worldId: string, due: number): void {
+    const w = this.#worlds.get(worldId);
+    const started = Date.now();
+    const t0 = performance.now();
+    const lateMs = started - due;
+    if (!w || lateMs >= w.run.settings.tick_rate) return this.lane.emit({ kind: 'world', k: 'skipped', worldId });
+    w.run.step(started);
+    const finished = w.run.finished;
+    if (finished) {
+      this.#output(worldId, w, null);
+      w.run.close();
+      this.#worlds.delete(worldId);
+      return this.lane.emit({ kind: 'world', k: 'finished', worldId, result: finished });
+    }
+    const vote = w.run.takeVote();
+    if (vote !== null && !w.voting) {
+      const asked = parseVoteConfig(vote);
+      if (asked !== null && asked.ok) {
+        w.voting = true;
+        this.lane.emit({ kind: 'world', k: 'vote', worldId, config: { ...asked.config, vote_id: asked.config.vote_id ?? this.lane.ids.uuid() } });
+      }
+    }
+    this.#output(worldId, w, { lateMs, busyMs: performance.now() - t0, deltaBytes: w.run.takeDeltaBytes() });
+  }
+
+  /** Sends what the world produced; the phase listing rides along when it changed. */
+  #output(worldId: string, w: LaneWorld, tick: TickFigures | null): void {
+    const out = w.run.takeOutput();
+    const listing = w.run.phaseListing();
+    const text = listing === null ? null : JSON.stringify(listing);
+    const phase = text !== w.phase ? listing : null;
+    w.phase = text;
+    if (tick === null && phase === null && out.sends.length === 0 && out.moved.length === 0) return;
+    this.lane.emit({ kind: 'world', k: 'step', worldId, tick, out, phase });
+  }
+
+  close(): void {
+    for (const w of this.#worlds.values()) w.run.close();
+    this.#worlds.clear();
+  }
+}
