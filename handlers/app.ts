@@ -1,11 +1,13 @@
 import { Router, type RouterOptions } from 'itty-router';
 import type { Ctx } from '../runtime/contracts/context';
 import { ApiError } from '../runtime/contracts/errors';
-import type { Route } from './contract';
+import { onOperatorPlane, type Route } from './contract';
 import { toFetchResponse, type ApiResponse, type Call, type PipelineRequest, type RequestLike } from './http';
-import { caller, isOpsPath, opsDenied, spendUnrouted } from './pipeline/caller';
 import { cors, preflight } from './pipeline/cors';
 import { errorObject } from './pipeline/error-object';
+import { operatorCaller, opsDenied } from './pipeline/operator-caller';
+import { playerCaller } from './pipeline/player-caller';
+import { spendUnrouted } from './pipeline/rate-bucket';
 import { readiness } from './pipeline/readiness';
 import { requestLog } from './pipeline/request-log';
 import { securityHeaders } from './pipeline/security-headers';
@@ -40,8 +42,9 @@ export interface App {
  * own hooks:
  *
  * - before: readiness, CORS preflight;
- * - per route: the caller step (bearer and rate limit, per the route's
- *   declaration), then the route's contract (inputs, handler, answer);
+ * - per route: the caller step of the route's plane (the player's or the
+ *   operator's credential, and the rate limit), then the route's contract
+ *   (inputs, handler, answer);
  * - catch: every failure becomes the error object;
  * - finally: security headers, CORS, the request log.
  */
@@ -114,12 +117,13 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
     if (segment === null || /[:*]/.test(segment)) throw new Error(`route ${r.method} ${r.path} is not under /api/v1/<literal>`);
     let router = shards.get(segment);
     if (!router) shards.set(segment, (router = make()));
-    router[r.method.toLowerCase() as 'get']<PipelineRequest, [Ctx]>(r.path, caller(r.spec, ctx), r.handler);
+    const caller = r.plane === 'operator' ? operatorCaller(r.spec, ctx) : playerCaller(r.spec, ctx);
+    router[r.method.toLowerCase() as 'get']<PipelineRequest, [Ctx]>(r.path, caller, r.handler);
   }
   const unrouted = (request: PipelineRequest): never => {
     spendUnrouted(ctx, request);
     // The ops plane answers an undeclared path or method as it answers every refusal there.
-    if (isOpsPath(request.path)) throw opsDenied(ctx, request, 'undeclared_route');
+    if (onOperatorPlane(request.path)) throw opsDenied(ctx, request, 'undeclared_route');
     throw new ApiError('not_found', `No route for ${request.method} ${request.path}.`);
   };
   for (const router of shards.values()) router.all('*', unrouted);

@@ -21,6 +21,24 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
 /** `operator`: the ops plane's credential (runtime/ops/operators.ts); player tokens are never read there. */
 export type Auth = 'player' | 'none' | 'operator';
 
+/**
+ * Which credential a route's caller step reads: players' bearer tokens, or
+ * the operator's secret, tokens and console session. A route declared
+ * `auth: 'operator'` is on the operator plane, and so is every route under
+ * the plane's path whatever it declares (a player declaration there admits
+ * nobody), so a slip in a declaration never opens an ops route to players.
+ */
+export type Plane = 'client' | 'operator';
+
+/**
+ * The operator plane's paths (`/api/v1/ops` and below). The one place the
+ * plane is read off a path: route() for declared routes, and the pipeline
+ * for a request no route matched.
+ */
+export function onOperatorPlane(path: string): boolean {
+  return path === '/api/v1/ops' || path.startsWith('/api/v1/ops/');
+}
+
 type AnyObject = z.ZodType<Record<string, unknown>, Record<string, unknown>>;
 
 /** What a route's handler receives: the parts it declared, already parsed and typed. */
@@ -94,6 +112,7 @@ export type AnyRouteSpec = RouteSpec<Auth, any, any, any, any>;
 export interface Route {
   method: Method;
   path: string;
+  plane: Plane;
   spec: AnyRouteSpec;
   handler: Handler;
 }
@@ -129,7 +148,8 @@ export function route<A extends Auth, P extends AnyObject = typeof EMPTY, Q exte
     if (ctx.settings.response_checks) checkResponse(spec, answer.body);
     return json(answer.body, answer.status, answer.headers);
   };
-  return { method: spec.method, path: spec.path, spec, handler };
+  const plane: Plane = spec.auth === 'operator' || onOperatorPlane(spec.path) ? 'operator' : 'client';
+  return { method: spec.method, path: spec.path, plane, spec, handler };
 }
 
 /**

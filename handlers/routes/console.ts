@@ -3,7 +3,7 @@ import { CAPABILITIES } from '../../runtime/contracts/capabilities';
 import { ConsoleSignIn, endConsoleSession, openConsoleSession, readConsoleSession } from '../../runtime/ops/console-sessions';
 import { Success } from '../../runtime/schemas/common';
 import { Answer, route, type Route } from '../contract';
-import { consoleCookies } from '../pipeline/caller';
+import { consoleCookies } from '../pipeline/operator-caller';
 
 const ConsoleSessionOpened = z.object({
   data: z.object({

@@ -61,7 +61,7 @@ import { opsList, opsLookup } from './lists';
 /**
  * The operator plane (`/api/v1/ops/*`): each route declares its one
  * capability class, and the pipeline admits only an operator credential that
- * holds it (handlers/pipeline/caller.ts). Reads are never audited.
+ * holds it (handlers/pipeline/operator-caller.ts). Reads are never audited.
  */
 export const opsRoutes: Route[] = [
   route({
