@@ -99,6 +99,7 @@ export class LiveHost implements LiveState {
       if (e.k === 'send') return send(e.playerId, e.message);
       for (const [kind, count] of Object.entries(e.counts)) metrics.luaFailure(kind as FailureKind, count);
     });
+    // The lanes' one clock: matches and worlds tick on it, and each slot's batch goes out after the slot.
     // Real time, not ctx.clock: the wheel schedules real timers, and lanes measure lateness against it.
     const wheel = new TickWheel(() => Date.now(), () => pool.flush());
     const matches = new MatchHost(ctx, gateway.sessions, game, pool, wheel);
@@ -114,7 +115,7 @@ export class LiveHost implements LiveState {
     matchmaker.attach(gateway);
     rpc.attach(gateway);
     const chat = new ChatHost(ctx, gateway.sessions);
-    const worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes);
+    const worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes, wheel);
     chat.serveWorlds(worlds);
     worlds.attach(gateway);
     const fleet = this.options.fleet;

@@ -20,6 +20,7 @@ import {
 import type { GameHandle } from '../match/match-host';
 import type { ScriptPool } from '../lanes/pool';
 import type { CreateAnswer, EventOf, WorldJoinAnswer } from '../lanes/protocol';
+import type { TickWheel, WheelPlace } from '../lanes/tick-wheel';
 import type { MatchVotes, VotingMatch } from '../match/votes';
 import type { Gateway, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
@@ -50,8 +51,8 @@ interface LiveWorld {
   phase: JsonObject | null;
   /** A tick is out on the lane: the next one is skipped, not queued. */
   inFlight: boolean;
-  timer: ReturnType<typeof setTimeout> | null;
-  nextDue: number;
+  /** Its place on the lanes' tick wheel while it runs, at the mode's `tick_rate`. */
+  place: WheelPlace | null;
   graceTimer: ReturnType<typeof setTimeout> | null;
   /** The zone each player stands in, and the chat channels that follow from it. */
   zones: Map<string, [number, number]>;
@@ -67,10 +68,10 @@ export interface WorldTickStats {
 }
 
 /**
- * Live worlds of this node: their `world.*` frames, their tick timers, who
- * is in which world, and persistence for persistent modes. The scripts run
- * on the script lanes (host/realtime/world/world-run.ts); this side writes
- * the frames they produce.
+ * Live worlds of this node: their `world.*` frames, their ticks (on the
+ * lanes' one wheel, at each mode's `tick_rate`), who is in which world, and
+ * persistence for persistent modes. The scripts run on the script lanes
+ * (world-lane.ts, world-run.ts); this side writes the frames they produce.
  */
 export class WorldHost implements LiveWorlds {
   readonly #worlds = new Map<string, LiveWorld>();
@@ -93,6 +94,8 @@ export class WorldHost implements LiveWorlds {
     private readonly chat: ChatHost,
     /** The node's votes (host/realtime/match/votes.ts): a world's `_vote` opens one for its players. */
     private readonly votes: MatchVotes,
+    /** The lanes' one clock, which matches tick on too (host/realtime/lanes/tick-wheel.ts). */
+    private readonly wheel: TickWheel,
   ) {
     pool.subscribe('world', (e) => this.onLaneEvent(e));
     pool.onLost((ids) => this.onLanesLost(ids));
@@ -188,8 +191,7 @@ export class WorldHost implements LiveWorlds {
       startedAt: null,
       phase: null,
       inFlight: false,
-      timer: null,
-      nextDue: 0,
+      place: null,
       graceTimer: null,
       zones: new Map(),
     };
@@ -209,7 +211,7 @@ export class WorldHost implements LiveWorlds {
       world.status = 'running';
       world.startedAt = Date.now();
       this.#listCache = null;
-      this.#schedule(world, world.startedAt + mode.world!.tick_rate);
+      world.place = this.wheel.add({ period: mode.world!.tick_rate, tick: (due) => this.#tick(world, due), skipped: () => {} });
       this.ctx.log.info('world_created', { world_id: id, mode: mode.name, recovered: known !== undefined });
       if (mode.world!.persistent && !known) {
         await rememberWorld(this.ctx.db, { id, mode: mode.name, seed }).catch((err) => this.ctx.log.error('world_remember_failed', { world_id: id, error: err }));
@@ -234,27 +236,14 @@ export class WorldHost implements LiveWorlds {
     }
   }
 
-  #schedule(world: LiveWorld, due: number): void {
-    world.nextDue = due;
-    world.timer = setTimeout(() => this.#tick(world), Math.max(0, due - Date.now()));
-  }
-
-  #tick(world: LiveWorld): void {
-    world.timer = null;
+  /** A world's tick on the wheel; the lane drops one that comes a whole period late, never running missed ticks back to back. */
+  #tick(world: LiveWorld, due: number): void {
     if (world.status !== 'running') return;
-    const rate = world.mode.world!.tick_rate;
-    const due = world.nextDue;
-    let next = due + rate;
-    const now = Date.now();
-    // A whole period behind: the missed ticks are dropped, never run back to back.
-    if (now - next >= 0) next += Math.floor((now - next) / rate + 1) * rate;
-    if (world.inFlight) this.#stats.skipped++;
-    else {
-      world.inFlight = true;
-      // Goes out at the end of this turn with the inputs queued before it.
-      this.pool.soon(world.id, { kind: 'world', op: 'tick', worldId: world.id, due });
-    }
-    this.#schedule(world, next);
+    // The lane has not answered the previous tick: skip, never queue.
+    if (world.inFlight) return void this.#stats.skipped++;
+    world.inFlight = true;
+    // Goes out after the wheel's slot with the inputs queued before it.
+    this.pool.queue(world.id, { kind: 'world', op: 'tick', worldId: world.id, due });
   }
 
   async #joinInto(world: LiveWorld, playerId: string, ctx: JsonObject): Promise<WorldJoined> {
@@ -343,7 +332,7 @@ export class WorldHost implements LiveWorlds {
     const wasRunning = world.status === 'running';
     world.status = 'finished';
     this.#listCache = null;
-    if (world.timer) clearTimeout(world.timer);
+    world.place?.remove();
     if (world.graceTimer) clearTimeout(world.graceTimer);
     for (const t of world.detached.values()) if (t) clearTimeout(t);
     this.#release(world.id);
@@ -548,7 +537,7 @@ export class WorldHost implements LiveWorlds {
     const saves = this.#snapshotAll();
     if (saves.length > 0) await Promise.race([Promise.all(saves), new Promise((r) => setTimeout(r, 2000).unref())]);
     for (const w of this.#worlds.values()) {
-      if (w.timer) clearTimeout(w.timer);
+      w.place?.remove();
       if (w.graceTimer) clearTimeout(w.graceTimer);
       for (const t of w.detached.values()) if (t) clearTimeout(t);
     }
