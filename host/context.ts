@@ -11,7 +11,7 @@ import { loadClientGate } from './infra/client-gate';
 import { loadExtensions } from './infra/extensions';
 import type { OpenDatabase } from './infra/database';
 import { DatabaseWatch } from './infra/database-watch';
-import { WindowLimiter } from './infra/rate-limiter';
+import { WindowLimiter } from '../runtime/platform/rate-limiter';
 import { outboundFetch, readTrustAnchor } from './http/outbound';
 import { StoreCertificateChain } from './infra/certificate-chain';
 import { readStoreCredentials } from './infra/store-credentials';

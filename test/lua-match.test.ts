@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WindowLimiter } from '../host/infra/rate-limiter';
+import { WindowLimiter } from '../runtime/platform/rate-limiter';
 import { DEFAULT_RATE_LIMITS } from '../runtime/contracts/settings';
 import { PASSIVE, vmOf } from './fixtures/games/harness';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { WindowLimiter } from '../host/infra/rate-limiter';
+import { WindowLimiter } from '../runtime/platform/rate-limiter';
 import { DEFAULT_RATE_LIMITS, parseSettings } from '../runtime/contracts/settings';
 import { TrustedProxies } from '../host/infra/client-address';
 import { startTestServer, type TestServer } from './support/server';
