@@ -1,6 +1,8 @@
 // Entry of dist/handlers.mjs: the host-neutral handler library. An embedding
 // host supplies a Ctx (see runtime/contracts/context.ts) and calls `createApp(ctx).fetch`.
 export { createApp, type App, type RequestMeta } from './app';
+// The starting point for that Ctx: built from a database and settings, any member overridden.
+export { createEmbeddedContext, type EmbeddedContextOptions } from './embedded-context';
 export { serialDialect, type StatementRunner } from '../runtime/platform/database';
 export { parseSettings } from '../runtime/contracts/settings';
 export { uuidv7Source } from '../runtime/platform/ids';
@@ -10,7 +12,7 @@ export { migrateToLatest } from '../runtime/platform/migrate';
 // Builds `ctx.identity` over the embedding host's own fetch.
 export { createIdentityProviders } from '../runtime/accounts/identities';
 export { Kysely } from 'kysely';
-// The rest of a Ctx for a REST-only embedding host.
+// The pieces createEmbeddedContext builds with, for a host that assembles its own.
 export { uncachedTokenResolver } from '../runtime/accounts/tokens';
 export { passwordHasher } from '../runtime/accounts/passwords';
 export { offlineLive } from '../runtime/platform/offline-live';
