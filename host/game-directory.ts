@@ -8,7 +8,19 @@ import type { Logger } from '../runtime/platform/log';
 /** How often file times are compared when fs.watch misses an edit (network mounts, some editors). */
 const POLL_MS = 1000;
 
-export interface LoadedGame {
+/**
+ * The game as the live hosts read it (matches, worlds, the script lanes): a
+ * loaded directory is one, and a node without a directory serves an empty
+ * one. `info` may change on rescans.
+ */
+export interface GameHandle {
+  readonly info: GameInfo;
+  readonly source: ScriptSource;
+  /** Where it is on disk, for script workers to read it themselves; null without one. */
+  readonly dir: string | null;
+}
+
+export interface LoadedGame extends GameHandle {
   /** The directory, resolved (script workers read it themselves). */
   readonly dir: string;
   /** Modes as of the last good load; `guestAuth`/`registration` stay as read at boot. */

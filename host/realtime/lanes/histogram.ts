@@ -1,3 +1,5 @@
+import { TICK_MS } from './tick-wheel';
+
 /**
  * Counts in fixed buckets (the last one takes everything beyond), so every
  * value counts however long the node runs, in a few kilobytes: tick
@@ -36,5 +38,53 @@ export class BucketHistogram {
   reset(): void {
     this.#counts.fill(0);
     this.#count = 0;
+  }
+}
+
+export interface LatenessSummary {
+  count: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** Ticks that did not run because their match was a whole period behind (counted above as one period late). */
+  skipped: number;
+  /** Ticks that did not run because their match had taken more than its share of its lane (not counted above: the match's own doing). */
+  throttled: number;
+}
+
+/**
+ * Tick lateness in whole-millisecond buckets (the clock's own resolution), so
+ * every tick counts however long the node runs, in a few kilobytes.
+ */
+export class LatenessHistogram {
+  readonly #ms = new BucketHistogram(2001);
+  #max = 0;
+  #skipped = 0;
+  #throttled = 0;
+
+  record(ms: number): void {
+    this.#ms.add(Math.round(ms));
+    if (ms > this.#max) this.#max = ms;
+  }
+
+  skip(): void {
+    this.#skipped++;
+    this.record(TICK_MS);
+  }
+
+  throttle(): void {
+    this.#throttled++;
+  }
+
+  reset(): void {
+    this.#ms.reset();
+    this.#max = 0;
+    this.#skipped = 0;
+    this.#throttled = 0;
+  }
+
+  summary(): LatenessSummary {
+    const at = (q: number) => Math.max(0, this.#ms.quantileBucket(q));
+    return { count: this.#ms.count, p50: at(0.5), p99: at(0.99), max: this.#max, skipped: this.#skipped, throttled: this.#throttled };
   }
 }

@@ -11,7 +11,7 @@ import { FrameError } from '../../../runtime/contracts/frame-envelope';
 import { botNameOf, isBotId, MAX_BOTS_PER_MATCH, mintBotId } from '../../../runtime/bots/ids';
 import type { VoteOption } from '../../../runtime/votes/engine';
 import { THINK_BUCKET_MS, THINK_BUCKETS } from './bot-lane';
-import type { MatchVotes } from './votes';
+import type { MatchVotes } from '../votes';
 import { BucketHistogram } from '../lanes/histogram';
 
 /** A bot casts this long after `vote_start`, uniformly. */

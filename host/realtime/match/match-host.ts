@@ -1,6 +1,6 @@
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frame-envelope';
-import { isLimitKind, type GameInfo, type JoinResult, type JsonObject, type ModeInfo, type ScriptSource } from '../../../runtime/lua/host-interface';
+import { isLimitKind, type JoinResult, type JsonObject, type ModeInfo } from '../../../runtime/lua/host-interface';
 import type { LiveMatches } from '../../../runtime/contracts/live';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import {
@@ -19,14 +19,15 @@ import type { CreateAnswer, EventOf } from '../lanes/protocol';
 import type { ThrottleReason } from './fair-share';
 import { TICK_MS, type TickWheel, type WheelPlace } from '../lanes/tick-wheel';
 import type { ScriptPool } from '../lanes/pool';
-import { BucketHistogram } from '../lanes/histogram';
-import { MatchVotes } from './votes';
+import { LatenessHistogram, type LatenessSummary } from '../lanes/histogram';
+import { MatchVotes } from '../votes';
 import type { PhaseListing } from '../../../runtime/schemas/phases';
 import { MatchBots } from './bots';
 import { isBotId } from '../../../runtime/bots/ids';
 import type { Session, SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
 import type { Gateway, Reply } from '../gateway';
+import type { GameHandle } from '../../game-directory';
 
 /** Skipped ticks are logged at most this often, with the count since the last line. */
 const SKIP_LOG_EVERY_MS = 10_000;
@@ -35,14 +36,6 @@ const WAITING_TIMEOUT_MS = 60_000;
 /** A finished match lingers this long answering `not_in_match`, then is gone. */
 const FINISHED_LINGER_MS = 5000;
 const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', message: 'worker_lost' };
-
-/** The loaded game directory as the match host needs it; `info` may change on rescans. */
-export interface GameHandle {
-  readonly info: GameInfo;
-  readonly source: ScriptSource;
-  /** Where it is on disk, for script workers to read it themselves; null without one. */
-  readonly dir: string | null;
-}
 
 interface LiveMatch {
   id: string;
@@ -75,54 +68,6 @@ interface LiveMatch {
 
 /** Outcome of one join, as `match.joined` reports it. */
 export type JoinedInfo = Record<string, unknown>;
-
-export interface LatenessSummary {
-  count: number;
-  p50: number;
-  p99: number;
-  max: number;
-  /** Ticks that did not run because their match was a whole period behind (counted above as one period late). */
-  skipped: number;
-  /** Ticks that did not run because their match had taken more than its share of its lane (not counted above: the match's own doing). */
-  throttled: number;
-}
-
-/**
- * Tick lateness in whole-millisecond buckets (the clock's own resolution), so
- * every tick counts however long the node runs, in a few kilobytes.
- */
-class LatenessHistogram {
-  readonly #ms = new BucketHistogram(2001);
-  #max = 0;
-  #skipped = 0;
-  #throttled = 0;
-
-  record(ms: number): void {
-    this.#ms.add(Math.round(ms));
-    if (ms > this.#max) this.#max = ms;
-  }
-
-  skip(): void {
-    this.#skipped++;
-    this.record(TICK_MS);
-  }
-
-  throttle(): void {
-    this.#throttled++;
-  }
-
-  reset(): void {
-    this.#ms.reset();
-    this.#max = 0;
-    this.#skipped = 0;
-    this.#throttled = 0;
-  }
-
-  summary(): LatenessSummary {
-    const at = (q: number) => Math.max(0, this.#ms.quantileBucket(q));
-    return { count: this.#ms.count, p50: at(0.5), p99: at(0.99), max: this.#max, skipped: this.#skipped, throttled: this.#throttled };
-  }
-}
 
 /**
  * Live matches of this node, their `match.*` frames and their tick

@@ -17,11 +17,11 @@ import {
   type WorldListing,
   type WorldStatus,
 } from '../../../runtime/schemas/worlds';
-import type { GameHandle } from '../match/match-host';
+import type { GameHandle } from '../../game-directory';
 import type { ScriptPool } from '../lanes/pool';
 import type { CreateAnswer, EventOf, WorldJoinAnswer } from '../lanes/protocol';
 import type { TickWheel, WheelPlace } from '../lanes/tick-wheel';
-import type { MatchVotes, VotingMatch } from '../match/votes';
+import type { MatchVotes, VotingMatch } from '../votes';
 import type { Gateway, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
 import type { Session, SessionRegistry } from '../sessions';
@@ -92,7 +92,7 @@ export class WorldHost implements LiveWorlds {
     private readonly game: GameHandle,
     private readonly pool: ScriptPool,
     private readonly chat: ChatHost,
-    /** The node's votes (host/realtime/match/votes.ts): a world's `_vote` opens one for its players. */
+    /** The node's votes (host/realtime/votes.ts): a world's `_vote` opens one for its players. */
     private readonly votes: MatchVotes,
     /** The lanes' one clock, which matches tick on too (host/realtime/lanes/tick-wheel.ts). */
     private readonly wheel: TickWheel,

@@ -1,14 +1,14 @@
-import type { Ctx } from '../../../runtime/contracts/context';
-import { FrameError } from '../../../runtime/contracts/frame-envelope';
-import type { JsonObject, ModeInfo } from '../../../runtime/lua/host-interface';
-import type { LiveMatchStatus } from '../../../runtime/schemas/matches';
-import type { WorldStatus } from '../../../runtime/schemas/worlds';
-import { voteCast, voteVeto, type VoteCast, type VoteStatus, type VoteVeto } from '../../../runtime/schemas/votes';
-import { Vote, type VoteConfig, type VoteResult } from '../../../runtime/votes/engine';
-import { recordVote } from '../../../runtime/votes/votes';
-import type { Gateway, Reply } from '../gateway';
-import type { Session, SessionRegistry } from '../sessions';
-import type { ScriptPool } from '../lanes/pool';
+import type { Ctx } from '../../runtime/contracts/context';
+import { FrameError } from '../../runtime/contracts/frame-envelope';
+import type { JsonObject, ModeInfo } from '../../runtime/lua/host-interface';
+import type { LiveMatchStatus } from '../../runtime/schemas/matches';
+import type { WorldStatus } from '../../runtime/schemas/worlds';
+import { voteCast, voteVeto, type VoteCast, type VoteStatus, type VoteVeto } from '../../runtime/schemas/votes';
+import { Vote, type VoteConfig, type VoteResult } from '../../runtime/votes/engine';
+import { recordVote } from '../../runtime/votes/votes';
+import type { Gateway, Reply } from './gateway';
+import type { Session, SessionRegistry } from './sessions';
+import type { ScriptPool } from './lanes/pool';
 
 /** What the votes need of a live match or world. */
 export interface VotingMatch {
