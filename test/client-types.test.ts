@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { frameTypes, restTypes } from '../client/codegen';
+import { frameTypes, restTypes } from '../tools/client-codegen';
 import { startTestServer, type TestServer } from './support/server';
 
 /**

@@ -5,7 +5,7 @@ import { ConnectionError, createClient, ServiceError, type GameClient, type Game
 import { gameDir, matchScript } from './support/game-dir';
 import { newDevice, PEPPER_V1 } from './support/guests';
 import { startTestServer, type TestServer } from './support/server';
-import { TcpProxy } from './support/tcp-proxy';
+import { TcpProxy } from '../tools/faults/tcp-proxy';
 import { TestSocket } from './support/ws-client';
 
 /** `duo` pairs two players; every input is broadcast to the match as `match.moved`. */

@@ -3,9 +3,9 @@ import pg from 'pg';
 import { freshDatabase, type ServerConnection } from './support/database';
 import { startTestServer, type TestServer } from './support/server';
 import { registerPlayer, type TestPlayer } from './support/accounts';
-import { TcpProxy } from './support/tcp-proxy';
+import { TcpProxy } from '../tools/faults/tcp-proxy';
 import { connectPlayer, expectErrorFrame } from './support/ws-client';
-import { auditAcked, startWriters, type WriterStats } from './support/writers';
+import { auditAcked, startWriters, type WriterStats } from '../tools/faults/writers';
 
 // Outages of a database server: an embedded database lives in the node's own
 // process and has no connection to lose, so these run against the server only.

@@ -13,9 +13,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { TcpProxy } from '../../test/support/tcp-proxy';
+import { TcpProxy } from '../../tools/faults/tcp-proxy';
 import { startHost, svcRoot } from '../_children';
-import { auditAcked, startWriters } from '../../test/support/writers';
+import { auditAcked, startWriters } from '../../tools/faults/writers';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
