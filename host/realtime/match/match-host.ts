@@ -1,3 +1,12 @@
+/**
+ * The match host: the main thread's side of this node's matches. It owns
+ * the live match table (who is in which match, joins and their limits,
+ * listings), each match's lifecycle (match-lifecycle.ts) and place on the
+ * lanes' tick wheel, the `match.*` frames and the events the match lanes
+ * send back, the finished record, tick lateness, and the bots and votes of
+ * its matches (bots.ts, ../votes.ts). The scripts themselves run on the
+ * script lanes (../lanes/, match-lane.ts).
+ */
 import type { Ctx } from '../../../runtime/contracts/context';
 import { FrameError } from '../../../runtime/contracts/frame-envelope';
 import { isLimitKind, type JoinResult, type JsonObject, type ModeInfo } from '../../../runtime/lua/host-interface';
@@ -17,7 +26,8 @@ import {
 } from '../../../runtime/schemas/matches';
 import type { CreateAnswer, EventOf } from '../lanes/protocol';
 import type { ThrottleReason } from './fair-share';
-import { TICK_MS, type TickWheel, type WheelPlace } from '../lanes/tick-wheel';
+import { TICK_MS, type TickWheel } from '../lanes/tick-wheel';
+import { MatchLifecycle } from './match-lifecycle';
 import type { ScriptPool } from '../lanes/pool';
 import { LatenessHistogram, type LatenessSummary } from '../lanes/histogram';
 import { MatchVotes } from '../votes';
@@ -40,24 +50,21 @@ const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', messag
 interface LiveMatch {
   id: string;
   mode: ModeInfo;
-  status: LiveMatchStatus;
+  /** Its stage and whether its script admits players (match-lifecycle.ts). */
+  life: MatchLifecycle;
+  /** The wire status of its stage (votes and bots read it). */
+  readonly status: LiveMatchStatus;
   /** Settles once the VM is built and `init` ran (rejects with `match_start_failed`). */
   ready: Promise<void>;
   /** Joins sent to the script and not answered yet, by player (they hold a place against `max_players`). */
   joining: Map<string, Promise<JoinedInfo>>;
   /** A tick was sent and its outcome has not come back: the next one is skipped, not queued. */
   inFlight: boolean;
-  /** The script's `init` succeeded (before that the match is neither listed nor joinable by id). */
-  started: boolean;
   /** Join order; the roster stays intact through the finished linger so broadcasts still arrive. */
   roster: Set<string>;
   /** Everyone ever admitted, for the finished record. */
   everJoined: Set<string>;
-  joinable: boolean;
   startedAt: Date | null;
-  /** Its place on the tick wheel while it runs. */
-  place: WheelPlace | null;
-  waitingTimer: ReturnType<typeof setTimeout> | null;
   /** Where the mode's phases stood at their last transition (listing form), and when (wall ms) the lane said so; null without phases. */
   phase: PhaseListing | null;
   phaseAt: number;
@@ -71,7 +78,7 @@ export type JoinedInfo = Record<string, unknown>;
 
 /**
  * Live matches of this node, their `match.*` frames and their tick
- * bookkeeping. The scripts run in the script pool (host/realtime/match/):
+ * bookkeeping. The scripts run on the script lanes (match-lane.ts):
  * each tick the wheel sends the match's queued inputs and a tick command to
  * its lane, which runs one tick's steps (inputs → reload check → tick →
  * finish check → views) and sends back the encoded
@@ -144,20 +151,20 @@ export class MatchHost implements LiveMatches {
     if (!mode || mode.kind !== 'match') throw new FrameError('not_found');
     if (this.#matches.size >= this.ctx.settings.match_max) throw new FrameError('match_capacity_reached');
     const id = this.ctx.ids.uuid();
+    const life = new MatchLifecycle();
     const match: LiveMatch = {
       id,
       mode,
-      status: 'waiting',
+      life,
+      get status() {
+        return life.status;
+      },
       ready: Promise.resolve(),
       joining: new Map(),
       inFlight: false,
-      started: false,
       roster: new Set(),
       everJoined: new Set(),
-      joinable: true,
       startedAt: null,
-      place: null,
-      waitingTimer: null,
       phase: null,
       phaseAt: 0,
       throttled: 0,
@@ -168,17 +175,13 @@ export class MatchHost implements LiveMatches {
     this.pool.assign(id);
     match.ready = this.pool.request<CreateAnswer>(id, { ok: false }, (req) => ({ kind: 'match', op: 'create', req, matchId: id, mode })).then((answer) => {
       if (!answer.ok) {
-        match.status = 'finished';
+        life.end();
         this.#matches.delete(id);
         this.#release(id);
         throw new FrameError('match_start_failed');
       }
-      match.started = true;
-      if (match.status !== 'waiting') return;
-      match.waitingTimer = setTimeout(() => {
-        if (match.status === 'waiting') this.#stop(match, 'waiting_timeout');
-      }, WAITING_TIMEOUT_MS);
-      match.waitingTimer.unref();
+      if (life.stage !== 'created') return;
+      life.open(WAITING_TIMEOUT_MS, () => this.#stop(match, 'waiting_timeout'));
       this.ctx.log.info('match_created', { match_id: id, mode: mode.name });
     });
     match.ready.catch(() => {});
@@ -192,11 +195,11 @@ export class MatchHost implements LiveMatches {
    */
   async joinInto(match: LiveMatch, playerId: string, ctx: JsonObject = {}): Promise<JoinedInfo> {
     await match.ready;
-    if (match.status === 'finished') throw new FrameError('not_in_match');
+    if (match.life.over) throw new FrameError('not_in_match');
     if (match.roster.has(playerId)) return this.#info(match);
     const pending = match.joining.get(playerId);
     if (pending) return pending;
-    if (!match.joinable) throw new FrameError('match_locked');
+    if (!match.life.joinable) throw new FrameError('match_locked');
     if (match.roster.size + match.joining.size >= match.mode.max_players) throw new FrameError('match_full');
     if (match.status === 'paused') throw new FrameError('match_paused');
     const joined = this.#join(match, playerId, ctx);
@@ -210,7 +213,7 @@ export class MatchHost implements LiveMatches {
 
   async #join(match: LiveMatch, playerId: string, ctx: JsonObject): Promise<JoinedInfo> {
     const r = await this.pool.request<JoinResult>(match.id, LOST_JOIN, (req) => ({ kind: 'match', op: 'join', req, matchId: match.id, playerId, ctx }));
-    if (match.status === 'finished') throw new FrameError('not_in_match');
+    if (match.life.over) throw new FrameError('not_in_match');
     if (!r.ok) {
       if (r.refused) throw new FrameError('join_refused', { details: r.reason ? { refused_reason: r.reason } : {} });
       if (isLimitKind(r.kind)) throw new FrameError('timeout');
@@ -221,7 +224,7 @@ export class MatchHost implements LiveMatches {
     match.roster.add(playerId);
     match.everJoined.add(playerId);
     this.#byPlayer.set(playerId, match);
-    if (match.status === 'waiting' && match.roster.size >= match.mode.min_players) this.#run(match);
+    if (match.life.stage === 'waiting' && match.roster.size >= match.mode.min_players) this.#run(match);
     return this.#info(match);
   }
 
@@ -230,7 +233,7 @@ export class MatchHost implements LiveMatches {
     const match = this.#byPlayer.get(playerId);
     if (!match) return;
     this.#byPlayer.delete(playerId);
-    if (match.status === 'finished') return;
+    if (match.life.over) return;
     this.pool.soon(match.id, { kind: 'match', op: 'leave', matchId: match.id, playerId });
     match.roster.delete(playerId);
     // Bots play for people: a match only bots are left in stops as an empty one does.
@@ -241,10 +244,10 @@ export class MatchHost implements LiveMatches {
   list(filter: LiveMatchFilter): MatchListing[] {
     const out: MatchListing[] = [];
     for (const m of this.#matches.values()) {
-      if (!m.started || !m.mode.listed || (m.status !== 'waiting' && m.status !== 'running')) continue;
+      if (!m.life.live || !m.mode.listed) continue;
       if (filter.mode !== undefined && m.mode.name !== filter.mode) continue;
       if (filter.has_capacity && m.roster.size >= m.mode.max_players) continue;
-      if (filter.joinable !== undefined && m.joinable !== filter.joinable) continue;
+      if (filter.joinable !== undefined && m.life.joinable !== filter.joinable) continue;
       out.push(this.#listing(m));
     }
     return out;
@@ -268,11 +271,10 @@ export class MatchHost implements LiveMatches {
   }
 
   close(): void {
-    for (const m of this.#matches.values()) m.place?.remove();
+    for (const m of this.#matches.values()) m.life.close();
     this.#votes.close();
     this.#bots.close();
     for (const t of this.#lingering) clearTimeout(t);
-    for (const m of this.#matches.values()) if (m.waitingTimer) clearTimeout(m.waitingTimer);
     this.#matches.clear();
     this.#byPlayer.clear();
   }
@@ -287,7 +289,7 @@ export class MatchHost implements LiveMatches {
         match.inFlight = false;
         this.#lateness.record(e.lateMs);
         this.sessions.metrics.tickLateness(e.lateMs);
-        if (match.status !== 'running') return;
+        if (!match.life.running) return;
         if (e.shared !== null) return this.#toRoster(match, e.shared, this.#stateSent);
         for (const [playerId, text] of e.views) if (match.roster.has(playerId)) this.sessions.pushText(playerId, text, this.#stateSent);
         return;
@@ -299,19 +301,19 @@ export class MatchHost implements LiveMatches {
         return this.#throttled(match, e.reason);
       case 'finished':
         match.inFlight = false;
-        if (match.status !== 'finished') this.#finish(match, e.result);
+        if (!match.life.over) this.#finish(match, e.result);
         return;
       case 'broadcast':
         return this.#toRoster(match, e.text, this.sessions.metrics.frameOutOf(e.text));
       case 'joinable':
-        match.joinable = e.joinable;
+        match.life.joinable = e.joinable;
         return;
       case 'phase':
         match.phase = e.phase as PhaseListing;
         match.phaseAt = Date.now();
         return;
       case 'vote':
-        if (match.status === 'running') {
+        if (match.life.running) {
           const voteId = this.#votes.open(match, e.config);
           if (voteId !== null) this.#bots.voteOpened(match, voteId, e.config.options);
         }
@@ -325,7 +327,7 @@ export class MatchHost implements LiveMatches {
   onLanesLost(matchIds: string[]): void {
     for (const id of matchIds) {
       const match = this.#matches.get(id);
-      if (match && match.status !== 'finished' && match.started) this.#finish(match, { status: 'error', reason: 'worker_lost' });
+      if (match && match.life.started && !match.life.over) this.#finish(match, { status: 'error', reason: 'worker_lost' });
     }
   }
 
@@ -335,7 +337,7 @@ export class MatchHost implements LiveMatches {
     const playerId = session.playerId!;
     // A lookup miss answers before the join bucket is touched.
     const match = this.#matches.get(match_id);
-    if (!match || !match.started) throw new FrameError('match_not_found');
+    if (!match || !match.life.started) throw new FrameError('match_not_found');
     this.#spendJoin(playerId);
     return { type: 'match.joined', payload: await this.joinInto(match, playerId, ctx) };
   }
@@ -350,7 +352,7 @@ export class MatchHost implements LiveMatches {
     // The fullest match with room wins, so concurrent callers converge on it, a match still starting included.
     let best: LiveMatch | null = null;
     for (const m of this.#matches.values()) {
-      if (m.mode.name !== mode.name || !m.joinable || (m.status !== 'waiting' && m.status !== 'running')) continue;
+      if (m.mode.name !== mode.name || !m.life.joinable || !m.life.live) continue;
       if (m.roster.has(playerId) || m.joining.has(playerId)) return { type: 'match.joined', payload: await this.joinInto(m, playerId, joinCtx) };
       const taken = m.roster.size + m.joining.size;
       if (taken >= m.mode.max_players) continue;
@@ -363,18 +365,18 @@ export class MatchHost implements LiveMatches {
       return { type: 'match.joined', payload: await this.joinInto(created, playerId, joinCtx) };
     } catch (err) {
       // Opened for this caller, who could not join: nobody else is in it to keep it.
-      if (created.status === 'waiting' && created.roster.size === 0 && created.joining.size === 0) this.#stop(created, 'join_failed');
+      if (created.life.stage === 'waiting' && created.roster.size === 0 && created.joining.size === 0) this.#stop(created, 'join_failed');
       throw err;
     }
   }
 
   #inputFrame(session: Session, input: JsonObject): null {
     const match = this.#byPlayer.get(session.playerId!);
-    if (!match || match.status === 'finished') {
+    if (!match || match.life.over) {
       throw new FrameError('not_in_match', { frameType: 'match.input', echoCid: false });
     }
     // Waiting or paused: the frame was delivered, but there is no tick to apply it to.
-    if (match.status === 'running') this.pool.queue(match.id, { kind: 'match', op: 'input', matchId: match.id, playerId: session.playerId!, input });
+    if (match.life.running) this.pool.queue(match.id, { kind: 'match', op: 'input', matchId: match.id, playerId: session.playerId!, input });
     return null;
   }
 
@@ -385,17 +387,14 @@ export class MatchHost implements LiveMatches {
   // ---- lifecycle ------------------------------------------------------------
 
   #run(match: LiveMatch): void {
-    match.status = 'running';
+    match.life.run(this.wheel.add({ period: TICK_MS, tick: (due) => this.#tick(match, due), skipped: (turns) => this.#skipped(turns) }));
     match.startedAt = new Date(this.ctx.clock.now());
     // Phase time moves with ticks only: the wait for players did not spend any.
     match.phaseAt = Date.now();
-    if (match.waitingTimer) clearTimeout(match.waitingTimer);
-    match.waitingTimer = null;
-    match.place = this.wheel.add({ period: TICK_MS, tick: (due) => this.#tick(match, due), skipped: (turns) => this.#skipped(turns) });
   }
 
   #tick(match: LiveMatch, due: number): void {
-    if (match.status !== 'running') return;
+    if (!match.life.running) return;
     // The lane has not answered the previous tick (a script at its deadline): skip, never queue.
     if (match.inFlight) return this.#skipped(1);
     match.inFlight = true;
@@ -435,9 +434,7 @@ export class MatchHost implements LiveMatches {
   }
 
   #finish(match: LiveMatch, result: Record<string, unknown>): void {
-    match.place?.remove();
-    if (match.waitingTimer) clearTimeout(match.waitingTimer);
-    match.status = 'finished';
+    match.life.finish();
     this.#release(match.id);
     this.#votes.end(match);
     const finishedAt = new Date(this.ctx.clock.now());
@@ -455,6 +452,7 @@ export class MatchHost implements LiveMatches {
     }).catch((err) => this.ctx.log.error('match_record_failed', { match_id: match.id, error: err }));
     const t = setTimeout(() => {
       this.#lingering.delete(t);
+      match.life.end();
       this.#matches.delete(match.id);
     }, FINISHED_LINGER_MS);
     t.unref();
@@ -463,9 +461,7 @@ export class MatchHost implements LiveMatches {
 
   /** Ends a match without a finished frame or record (emptied, never started). */
   #stop(match: LiveMatch, why: string): void {
-    match.place?.remove();
-    if (match.waitingTimer) clearTimeout(match.waitingTimer);
-    match.status = 'finished';
+    match.life.end();
     for (const playerId of match.roster) if (this.#byPlayer.get(playerId) === match) this.#byPlayer.delete(playerId);
     this.#matches.delete(match.id);
     this.#release(match.id);
@@ -488,7 +484,7 @@ export class MatchHost implements LiveMatches {
       status: m.status,
       player_count: m.roster.size,
       max_players: m.mode.max_players,
-      joinable: m.joinable,
+      joinable: m.life.joinable,
       ...(m.phase ? { phase: phaseNow(m) } : {}),
     };
   }
@@ -501,6 +497,6 @@ export class MatchHost implements LiveMatches {
 /** A match's phase as of now: the remaining time counts down from the last transition while the match ticks. */
 function phaseNow(m: LiveMatch): PhaseListing {
   const phase = m.phase!;
-  if (typeof phase.remaining_ms !== 'number' || m.status !== 'running') return phase;
+  if (typeof phase.remaining_ms !== 'number' || !m.life.running) return phase;
   return { ...phase, remaining_ms: Math.max(0, phase.remaining_ms - (Date.now() - m.phaseAt)) };
 }
