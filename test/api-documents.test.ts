@@ -3,6 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../handlers/routes';
 import type { LiveHost } from '../host/realtime/live';
+import { frameTable, type FrameServices } from '../host/realtime/frame-table';
 import { clientFrames, serverPushes } from '../runtime/schemas/wire';
 import { startTestServer, type TestServer } from './support/server';
 
@@ -53,5 +54,16 @@ describe('API documents', () => {
     const names = Object.values(doc.channels.socket.messages as Record<string, { name: string }>).map((m) => m.name);
     for (const type of routed) expect(names).toContain(type);
     for (const push of serverPushes) expect(names).toContain(push.type);
+  });
+
+  it('declares one frame table listing every client frame contract exactly once', () => {
+    // Any service will do: the table is read, not served.
+    const anyHandler = new Proxy({}, { get: () => () => null });
+    const table = frameTable(new Proxy({}, { get: () => anyHandler }) as FrameServices);
+    const types = table.map((r) => r.contract.type);
+    expect(new Set(types).size).toBe(types.length);
+    expect([...types].sort()).toEqual(clientFrames.map((f) => f.type).sort());
+    // The declared contracts themselves, not look-alikes with the same type.
+    for (const route of table) expect(clientFrames).toContain(route.contract);
   });
 });

@@ -10,10 +10,10 @@ import { databaseFault } from '../../runtime/platform/database';
 import { sendDirectMessage } from '../../runtime/social/dm';
 import { postMessage, requireUnblocked } from '../../runtime/social/messages';
 import { FrameError } from '../../runtime/contracts/frame-envelope';
-import { chatJoin, chatLeave, chatSend, parseChannel, type ChatSend } from '../../runtime/schemas/chat';
-import { dmSend, type DmSend } from '../../runtime/schemas/dm';
+import { parseChannel, type chatJoin, type chatLeave, type chatSend, type ChatSend } from '../../runtime/schemas/chat';
+import type { dmSend, DmSend } from '../../runtime/schemas/dm';
 import type { Session, SessionRegistry } from './sessions';
-import type { Gateway, Reply } from './gateway';
+import type { FrameHandler, Reply } from './gateway';
 
 /** A message waiting for the group commit, and how to settle its sender's frame. */
 interface PendingMessage {
@@ -91,12 +91,11 @@ export class ChatHost implements LiveChat {
     else this.#followed.set(playerId, next);
   }
 
-  attach(gateway: Gateway): void {
-    gateway.route(chatJoin, (s, { channel_id }) => this.#join(s, channel_id));
-    gateway.route(chatLeave, (s, { channel_id }) => this.#leave(s, channel_id));
-    gateway.route(chatSend, (s, p) => this.#send(s, p));
-    gateway.route(dmSend, (s, p) => this.#dm(s, p));
-  }
+  // The frame table (frame-table.ts) routes the `chat.*` and `dm.*` client frames here.
+  readonly joinFrame: FrameHandler<typeof chatJoin> = (s, { channel_id }) => this.#join(s, channel_id);
+  readonly leaveFrame: FrameHandler<typeof chatLeave> = (s, { channel_id }) => this.#leave(s, channel_id);
+  readonly sendFrame: FrameHandler<typeof chatSend> = (s, p) => this.#send(s, p);
+  readonly dmFrame: FrameHandler<typeof dmSend> = (s, p) => this.#dm(s, p);
 
   worlds(): WorldRoster | null {
     return this.#worlds;

@@ -7,7 +7,7 @@ import { ApiError } from '../../runtime/contracts/errors';
 import type { z } from 'zod';
 import { frameInput } from '../../runtime/schemas/input';
 import type { ClientFrameContract } from '../../runtime/schemas/frame-contract';
-import { sessionConnect, sessionHeartbeat } from '../../runtime/schemas/session';
+import type { sessionConnect, sessionHeartbeat } from '../../runtime/schemas/session';
 import {
   errorFrame,
   FrameError,
@@ -48,7 +48,8 @@ export type FrameHandler<C extends ClientFrameContract> = (
   frame: ClientFrame,
 ) => Reply | null | void | Promise<Reply | null | void>;
 
-interface FrameRoute {
+/** One row of the frame table (frame-table.ts): a client frame contract and the handler that serves it. */
+export interface FrameRoute {
   contract: ClientFrameContract;
   handle: FrameHandler<ClientFrameContract>;
 }
@@ -56,7 +57,7 @@ interface FrameRoute {
 /**
  * The WebSocket gateway on `/ws`: connect limits, the origin allowlist, the
  * idle-auth timer, per-connection frame size and rate limits, and dispatch by
- * `type` to the routes host services register. A socket's frames are handled
+ * `type` through the frame table it is handed (frame-table.ts). A socket's frames are handled
  * one at a time in arrival order, so a reply never overtakes an earlier one.
  */
 export class Gateway {
@@ -78,15 +79,20 @@ export class Gateway {
     this.sessions = new SessionRegistry(metrics);
     this.#origins = parseOrigins(ctx);
     this.#proxies = new TrustedProxies(ctx.settings.trusted_proxies);
-    this.route(sessionConnect, (s, p) => this.#connect(s, p));
-    this.route(sessionHeartbeat, () => ({ type: 'session.heartbeat', payload: { ts: this.ctx.clock.now() } }));
   }
 
-  /** Registers the handler of a client frame contract (one per type). */
-  route<C extends ClientFrameContract>(contract: C, handle: FrameHandler<C>): void {
-    if (this.#routes.has(contract.type)) throw new Error(`frame type ${contract.type} already routed`);
-    this.#routes.set(contract.type, { contract, handle: handle as FrameHandler<ClientFrameContract> });
+  /** Serves the frame table: the handler of each client frame contract (one per type). */
+  serve(table: readonly FrameRoute[]): void {
+    for (const route of table) {
+      if (this.#routes.has(route.contract.type)) throw new Error(`frame type ${route.contract.type} already routed`);
+      this.#routes.set(route.contract.type, { ...route });
+    }
   }
+
+  /** `session.connect`: binds the socket to the token's player. */
+  readonly connectFrame: FrameHandler<typeof sessionConnect> = (s, p) => this.#connect(s, p);
+
+  readonly heartbeatFrame: FrameHandler<typeof sessionHeartbeat> = () => ({ type: 'session.heartbeat', payload: { ts: this.ctx.clock.now() } });
 
   /** Wraps the handler of a routed type: the fleet (host/fleet/directory.ts) answers a miss with where the match runs. */
   around(type: string, wrap: (inner: FrameHandler<ClientFrameContract>) => FrameHandler<ClientFrameContract>): void {

@@ -17,6 +17,7 @@ import { PresenceHost } from './presence-host';
 import { RpcRegistry, type RpcHandler } from './rpc';
 import { awaitedScriptBindings, scriptBindings, scriptSend } from './script-bindings';
 import { Gateway } from './gateway';
+import { frameTable } from './frame-table';
 import { WorldHost } from './world/world-host';
 import { NO_METRICS, type MetricHooks } from '../metrics/registry';
 import { Fleet } from '../fleet/fleet';
@@ -112,20 +113,16 @@ export class LiveHost implements LiveState {
         rpc.register(`${ext.name}.${name}`, (params, call) => method.handle(params, { playerId: call.playerId }), method.codes ? { codes: method.codes } : {});
       }
     }
-    matches.attach(gateway);
-    matchmaker.attach(gateway);
-    rpc.attach(gateway);
     const chat = new ChatHost(ctx, gateway.sessions);
     const worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes, wheel);
     chat.serveWorlds(worlds);
-    worlds.attach(gateway);
     const fleet = this.options.fleet;
+    const presence = new PresenceHost(ctx, (players, frame) => void fleet.push(players, frame, 'fleet'), gateway.sessions, fleet.presence);
+    gateway.serve(frameTable({ session: gateway, presence, chat, matchmaker, matches, worlds, rpc, votes: matches.votes }));
+    // After the table: the fleet wraps the `match.join` and `world.join` it serves.
     const hosted = { matches: () => matches.liveIds(), worlds: () => worlds.liveIds() };
     fleet.attach({ sessions: gateway.sessions, chat, gateway, hosted });
     this.#fleet = fleet;
-    const presence = new PresenceHost(ctx, (players, frame) => void fleet.push(players, frame, 'fleet'), gateway.sessions, fleet.presence);
-    chat.attach(gateway);
-    presence.attach(gateway);
     gateway.attach(server);
     matchmaker.start();
     const botFill = new BotFill(ctx, matchmaker, () => game.info.modes.values());

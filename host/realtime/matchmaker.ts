@@ -1,12 +1,12 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
 import { byteLength, FrameError } from '../../runtime/contracts/frame-envelope';
-import { matchmakerAdd, matchmakerRemove } from '../../runtime/schemas/matchmaker';
+import type { matchmakerAdd, matchmakerRemove } from '../../runtime/schemas/matchmaker';
 import type { ModeInfo } from '../../runtime/lua/host-interface';
 import type { LiveMatchmaker, MatchmakerQueued, MatchmakerSample, MatchmakerTicketView } from '../../runtime/contracts/live';
 import type { MatchHost } from './match/match-host';
 import type { Session, SessionRegistry } from './sessions';
-import type { Gateway } from './gateway';
+import type { FrameHandler } from './gateway';
 import { isBotId } from '../../runtime/bots/ids';
 
 interface Ticket {
@@ -157,24 +157,24 @@ export class Matchmaker implements LiveMatchmaker {
     slice();
   }
 
-  attach(gateway: Gateway): void {
-    gateway.route(matchmakerAdd, (session, { mode, properties }) => {
-      try {
-        return { type: 'matchmaker.queued', payload: { ...this.add(session.playerId!, mode, properties) } };
-      } catch (err) {
-        if (err instanceof ApiError) throw FrameError.from(err, 'matchmaker.add');
-        throw err;
-      }
-    });
-    gateway.route(matchmakerRemove, (session, { ticket_id }) => {
-      const t = this.#tickets.get(ticket_id);
-      // Another player's ticket answers exactly as an unknown one, so a ticket
-      // id's existence does not leak (docs/decisions/0017).
-      if (!t || t.playerId !== session.playerId) throw new FrameError('not_found', { frameType: 'matchmaker.remove', message: 'No such ticket on this node.' });
-      this.#drop(t);
-      return { type: 'matchmaker.removed', payload: { success: true } };
-    });
-  }
+  // The frame table (frame-table.ts) routes the `matchmaker.*` client frames here.
+  readonly addFrame: FrameHandler<typeof matchmakerAdd> = (session, { mode, properties }) => {
+    try {
+      return { type: 'matchmaker.queued', payload: { ...this.add(session.playerId!, mode, properties) } };
+    } catch (err) {
+      if (err instanceof ApiError) throw FrameError.from(err, 'matchmaker.add');
+      throw err;
+    }
+  };
+
+  readonly removeFrame: FrameHandler<typeof matchmakerRemove> = (session, { ticket_id }) => {
+    const t = this.#tickets.get(ticket_id);
+    // Another player's ticket answers exactly as an unknown one, so a ticket
+    // id's existence does not leak (docs/decisions/0017).
+    if (!t || t.playerId !== session.playerId) throw new FrameError('not_found', { frameType: 'matchmaker.remove', message: 'No such ticket on this node.' });
+    this.#drop(t);
+    return { type: 'matchmaker.removed', payload: { success: true } };
+  };
 
   #mode(name: string): ModeInfo | null {
     if (byteLength(name) > 64) return null;

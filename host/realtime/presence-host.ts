@@ -2,9 +2,9 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { acceptedFriendIds, acceptedFriendsOf } from '../../runtime/social/friends';
 import type { LivePresence } from '../../runtime/contracts/live';
 import { DEFAULT_STATUS, type Presence } from '../../runtime/schemas/presence';
-import { presenceUpdate, type PresenceUpdate } from '../../runtime/schemas/presence';
+import type { presenceUpdate, PresenceUpdate } from '../../runtime/schemas/presence';
 import type { Session, SessionRegistry } from './sessions';
-import type { Gateway, Reply } from './gateway';
+import type { FrameHandler, Reply } from './gateway';
 import type { FleetPresence } from '../fleet/fleet-presence';
 import type { ServerFrame } from '../../runtime/contracts/frame-envelope';
 
@@ -70,9 +70,8 @@ export class PresenceHost implements LivePresence {
     if (this.#gone.size > 0) void this.#offline();
   }
 
-  attach(gateway: Gateway): void {
-    gateway.route(presenceUpdate, (s, p) => this.#update(s, p));
-  }
+  /** `presence.update` (the frame table, frame-table.ts, routes it here). */
+  readonly updateFrame: FrameHandler<typeof presenceUpdate> = (s, p) => this.#update(s, p);
 
   get(playerId: string): Presence | null {
     return this.board.get(playerId);

@@ -3,9 +3,9 @@ import type { Ctx } from '../../runtime/contracts/context';
 import type { RpcDispatcher } from '../../runtime/contracts/live';
 import { ApiError, ERROR_STATUS, type ErrorCode } from '../../runtime/contracts/errors';
 import { isPlainObject, rpcErrorFrame, type ClientFrame } from '../../runtime/contracts/frame-envelope';
-import { rpcCall, rpcParams } from '../../runtime/schemas/rpc';
+import { rpcParams, type rpcCall } from '../../runtime/schemas/rpc';
 import type { Session } from './sessions';
-import type { Gateway, Reply } from './gateway';
+import type { FrameHandler, Reply } from './gateway';
 
 /** What a method handler learns about its call. */
 export interface RpcCall {
@@ -100,9 +100,8 @@ export class RpcRegistry implements RpcDispatcher {
   }
 
   /** Serves `rpc.call` on the gateway; the socket's player is the caller. */
-  attach(gateway: Gateway): void {
-    gateway.route(rpcCall, (session, payload, frame) => this.#frame(session, payload, frame));
-  }
+  /** `rpc.call` (the frame table, frame-table.ts, routes it here). */
+  readonly callFrame: FrameHandler<typeof rpcCall> = (session, payload, frame) => this.#frame(session, payload, frame);
 
   /** The checks in the protocol's order, each failure an `rpc.error` (the contract takes the payload as sent). */
   async #frame(session: Session, payload: unknown, frame: ClientFrame): Promise<Reply> {

@@ -3,10 +3,10 @@ import { FrameError } from '../../runtime/contracts/frame-envelope';
 import type { JsonObject, ModeInfo } from '../../runtime/lua/host-interface';
 import type { LiveMatchStatus } from '../../runtime/schemas/matches';
 import type { WorldStatus } from '../../runtime/schemas/worlds';
-import { voteCast, voteVeto, type VoteCast, type VoteStatus, type VoteVeto } from '../../runtime/schemas/votes';
+import type { voteCast, voteVeto, VoteCast, VoteStatus, VoteVeto } from '../../runtime/schemas/votes';
 import { Vote, type VoteConfig, type VoteResult } from '../../runtime/votes/engine';
 import { recordVote } from '../../runtime/votes/votes';
-import type { Gateway, Reply } from './gateway';
+import type { FrameHandler, Reply } from './gateway';
 import type { Session, SessionRegistry } from './sessions';
 import type { ScriptPool } from './lanes/pool';
 
@@ -60,10 +60,9 @@ export class MatchVotes {
   /** Where a player in no match votes: its world (the world host registers it). */
   worldOf: (playerId: string) => VotingMatch | undefined = () => undefined;
 
-  attach(gateway: Gateway): void {
-    gateway.route(voteCast, (s, p) => this.#cast(s, p));
-    gateway.route(voteVeto, (s, p) => this.#veto(s, p));
-  }
+  // The frame table (frame-table.ts) routes the `vote.*` client frames here.
+  readonly castFrame: FrameHandler<typeof voteCast> = (s, p) => this.#cast(s, p);
+  readonly vetoFrame: FrameHandler<typeof voteVeto> = (s, p) => this.#veto(s, p);
 
   /** The match's script asked for a vote: everyone now in the match is eligible. Returns the id it opened under, or null when one was already open. */
   open(match: VotingMatch, config: VoteConfig & { vote_id: string }): string | null {

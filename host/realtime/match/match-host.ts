@@ -13,11 +13,11 @@ import { isLimitKind, type JoinResult, type JsonObject, type ModeInfo } from '..
 import type { LiveMatches } from '../../../runtime/contracts/live';
 import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import {
-  matchFindOrCreate,
-  matchInput,
-  matchJoin,
-  matchLeave,
-  matchList,
+  type matchFindOrCreate,
+  type matchInput,
+  type matchJoin,
+  type matchLeave,
+  type matchList,
   type LiveMatchFilter,
   type LiveMatchStatus,
   type MatchFindOrCreate,
@@ -36,7 +36,7 @@ import { MatchBots } from './bots';
 import { isBotId } from '../../../runtime/bots/ids';
 import type { Session, SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
-import type { Gateway, Reply } from '../gateway';
+import type { FrameHandler, Reply } from '../gateway';
 import type { GameHandle } from '../../game-directory';
 
 /** Skipped ticks are logged at most this often, with the count since the last line. */
@@ -253,18 +253,6 @@ export class MatchHost implements LiveMatches {
     return out;
   }
 
-  /** Serves the `match.*` client frames. */
-  attach(gateway: Gateway): void {
-    gateway.route(matchList, (_s, filter) => ({ type: 'match.list', payload: { matches: this.list(filter) } }));
-    gateway.route(matchJoin, (s, p) => this.#joinFrame(s, p));
-    gateway.route(matchFindOrCreate, (s, p) => this.#findOrCreateFrame(s, p));
-    gateway.route(matchLeave, (s) => {
-      this.leave(s.playerId!);
-      return { type: 'match.left', payload: { success: true } };
-    });
-    gateway.route(matchInput, (s, input) => this.#inputFrame(s, input));
-    this.#votes.attach(gateway);
-  }
 
   isParticipant(matchId: string, playerId: string): boolean {
     return this.#matches.get(matchId)?.everJoined.has(playerId) ?? false;
@@ -331,7 +319,16 @@ export class MatchHost implements LiveMatches {
     }
   }
 
-  // ---- frames -------------------------------------------------------------
+  // ---- frames (the frame table, ../frame-table.ts, routes them here) -------
+
+  readonly listFrame: FrameHandler<typeof matchList> = (_s, filter) => ({ type: 'match.list', payload: { matches: this.list(filter) } });
+  readonly joinFrame: FrameHandler<typeof matchJoin> = (s, p) => this.#joinFrame(s, p);
+  readonly findOrCreateFrame: FrameHandler<typeof matchFindOrCreate> = (s, p) => this.#findOrCreateFrame(s, p);
+  readonly leaveFrame: FrameHandler<typeof matchLeave> = (s) => {
+    this.leave(s.playerId!);
+    return { type: 'match.left', payload: { success: true } };
+  };
+  readonly inputFrame: FrameHandler<typeof matchInput> = (s, input) => this.#inputFrame(s, input);
 
   async #joinFrame(session: Session, { match_id, ctx }: MatchJoin): Promise<Reply> {
     const playerId = session.playerId!;

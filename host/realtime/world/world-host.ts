@@ -5,13 +5,13 @@ import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import type { LiveWorlds } from '../../../runtime/contracts/live';
 import { forgetWorld, loadPersistentWorlds, rememberWorld, saveSnapshot, type ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import {
-  worldCreate,
-  worldFindOrCreate,
-  worldInput,
-  worldJoin,
-  worldLeave,
-  worldList,
-  worldResync,
+  type worldCreate,
+  type worldFindOrCreate,
+  type worldInput,
+  type worldJoin,
+  type worldLeave,
+  type worldList,
+  type worldResync,
   type WorldJoined,
   type WorldListFilter,
   type WorldListing,
@@ -22,7 +22,7 @@ import type { ScriptPool } from '../lanes/pool';
 import type { CreateAnswer, EventOf, WorldJoinAnswer } from '../lanes/protocol';
 import type { TickWheel, WheelPlace } from '../lanes/tick-wheel';
 import type { MatchVotes, VotingMatch } from '../votes';
-import type { Gateway, Reply } from '../gateway';
+import type { FrameHandler, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
 import type { Session, SessionRegistry } from '../sessions';
 
@@ -124,18 +124,18 @@ export class WorldHost implements LiveWorlds {
     return stats;
   }
 
-  attach(gateway: Gateway): void {
-    gateway.route(worldList, (_s, filter) => ({ type: 'world.list', payload: { worlds: this.list(filter) } }));
-    gateway.route(worldCreate, (s, { mode }) => this.#createFrame(s, mode));
-    gateway.route(worldFindOrCreate, (s, p) => this.#findOrCreateFrame(s, p.mode, p.ctx));
-    gateway.route(worldJoin, (s, p) => this.#joinFrame(s, p.world_id, p.ctx));
-    gateway.route(worldLeave, async (s) => {
-      await this.leave(s.playerId!);
-      return { type: 'world.left', payload: { success: true } };
-    });
-    gateway.route(worldInput, (s, input, frame) => this.#inputFrame(s, input, frame.seq));
-    gateway.route(worldResync, (s, zone) => this.#resyncFrame(s, zone));
-  }
+  // ---- frames (the frame table, ../frame-table.ts, routes them here) ---------
+
+  readonly listFrame: FrameHandler<typeof worldList> = (_s, filter) => ({ type: 'world.list', payload: { worlds: this.list(filter) } });
+  readonly createFrame: FrameHandler<typeof worldCreate> = (s, { mode }) => this.#createFrame(s, mode);
+  readonly findOrCreateFrame: FrameHandler<typeof worldFindOrCreate> = (s, p) => this.#findOrCreateFrame(s, p.mode, p.ctx);
+  readonly joinFrame: FrameHandler<typeof worldJoin> = (s, p) => this.#joinFrame(s, p.world_id, p.ctx);
+  readonly leaveFrame: FrameHandler<typeof worldLeave> = async (s) => {
+    await this.leave(s.playerId!);
+    return { type: 'world.left', payload: { success: true } };
+  };
+  readonly inputFrame: FrameHandler<typeof worldInput> = (s, input, frame) => this.#inputFrame(s, input, frame.seq);
+  readonly resyncFrame: FrameHandler<typeof worldResync> = (s, zone) => this.#resyncFrame(s, zone);
 
   // ---- LiveWorlds -----------------------------------------------------------
 
