@@ -19,7 +19,7 @@ import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settin
 import type { Budgets } from '../../../runtime/lua/host-interface';
 import type { VoteConfig } from '../../../runtime/votes/engine';
 import type { WorldOutput, WorldRecovery } from '../world/world-run';
-import type { ThrottleReason } from '../match/fair-share';
+import type { ThrottleReason } from './fair-share';
 
 export type MatchCommand =
   | { kind: 'match'; op: 'create'; req: number; matchId: string; mode: ModeInfo }

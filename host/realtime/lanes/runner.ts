@@ -14,7 +14,7 @@ import type { Budgets, FailureKind, ScriptBindings, ScriptSource } from '../../.
 import { getHeapStatistics } from 'node:v8';
 import { installHeapMeter } from '../../../runtime/lua/vm';
 import type { Answer, Command, LaneEvent, LaneKind } from './protocol';
-import { LaneShares } from '../match/fair-share';
+import { LaneShares } from './fair-share';
 import { TICK_MS } from './tick-wheel';
 
 /** The JavaScript heap plus external memory (fengari keeps long strings in typed arrays outside the heap). */

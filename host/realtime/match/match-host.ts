@@ -25,7 +25,7 @@ import {
   type MatchListing,
 } from '../../../runtime/schemas/matches';
 import type { CreateAnswer, EventOf } from '../lanes/protocol';
-import type { ThrottleReason } from './fair-share';
+import type { ThrottleReason } from '../lanes/fair-share';
 import { TICK_MS, type TickWheel } from '../lanes/tick-wheel';
 import { MatchLifecycle } from './match-lifecycle';
 import type { ScriptPool } from '../lanes/pool';

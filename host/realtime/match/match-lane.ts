@@ -11,7 +11,7 @@ import { isBotId } from '../../../runtime/bots/ids';
 import type { Answer, MatchCommand } from '../lanes/protocol';
 import type { LaneContext, LaneHandler } from '../lanes/runner';
 import { TICK_MS } from '../lanes/tick-wheel';
-import type { ShareAccount } from './fair-share';
+import type { ShareAccount } from '../lanes/fair-share';
 import { MatchPhases } from './match-phases';
 import { LaneBots } from './bot-lane';
 
