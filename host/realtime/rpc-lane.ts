@@ -4,7 +4,7 @@
  * caller, so there is one). Other lanes answer every call `unknown`.
  */
 import { ScriptRpc } from '../../runtime/lua/rpc';
-import type { Answer, RpcCommand } from './lanes/protocol';
+import type { RpcCommand } from './lanes/protocol';
 import type { LaneContext, LaneHandler } from './lanes/runner';
 
 export class RpcLane implements LaneHandler<RpcCommand> {
@@ -27,10 +27,6 @@ export class RpcLane implements LaneHandler<RpcCommand> {
           },
         })
       : null;
-  }
-
-  failedAnswer(): Answer {
-    return { ok: false, unknown: false, refused: false, kind: 'error', message: 'internal' };
   }
 
   apply(c: RpcCommand): void {

@@ -55,8 +55,6 @@ export interface LaneContext extends RunnerOptions {
 /** One kind's side of a lane. */
 export interface LaneHandler<C extends Command> {
   apply(command: C): void;
-  /** What a request of this kind answers when applying it threw (a host bug, not a script's). */
-  failedAnswer(command: C): Answer;
   /** Matches or worlds it holds: its tenants of the lane. */
   readonly size: number;
   /** After each batch: anything the kind reports once per batch. */
@@ -106,7 +104,7 @@ export class ScriptRunner {
       } catch (err) {
         // The VMs contain script failures themselves; reaching here is a host bug. Keep the lane alive.
         this.#log.error('script_command_failed', { op: command.op, error: err instanceof Error ? err.message : String(err) });
-        if ('req' in command) this.#events.push({ kind: 'lane', k: 'answer', req: command.req, answer: handler.failedAnswer(command) });
+        if ('req' in command) this.#events.push({ kind: 'lane', k: 'answer', req: command.req, answer: failedAnswer(command) });
       }
     }
     if (this.#failures) {
@@ -122,6 +120,11 @@ export class ScriptRunner {
   close(): void {
     for (const h of this.#all) h.close();
   }
+}
+
+/** What a request answers when applying it threw: a create fails, anything else fails as a join does. */
+function failedAnswer(command: Command): Answer {
+  return command.op === 'create' ? { ok: false } : { ok: false, unknown: false, refused: false, kind: 'error', message: 'internal' };
 }
 
 /** A logger whose lines travel as events, for the main thread's logger to write. */

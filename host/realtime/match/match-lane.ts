@@ -52,10 +52,6 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     return this.#matches.size;
   }
 
-  failedAnswer(c: MatchCommand): Answer {
-    return c.op === 'create' ? { ok: false } : { ok: false, unknown: false, refused: false, kind: 'error', message: 'internal' };
-  }
-
   apply(c: MatchCommand): void {
     switch (c.op) {
       case 'create':

@@ -28,10 +28,6 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     return this.#worlds.size;
   }
 
-  failedAnswer(c: WorldCommand): Answer {
-    return c.op === 'create' ? { ok: false } : { ok: false, unknown: false, refused: false, kind: 'error', message: 'internal' };
-  }
-
   apply(c: WorldCommand): void {
     switch (c.op) {
       case 'create':
