@@ -97,7 +97,7 @@ describe('bounds', () => {
     expectFrameError(await a.socket.request('dm.send'), 'unknown_type', 'unknown_type');
     const nonString = await a.socket.request('dm.send', { recipient_id: 7, content: 'x' });
     expectFrameError(nonString, 'invalid_input', 'ws.request_failed');
-    // An unknown recipient: REST's 404 player.not_found is reason not_found on the socket (13.1).
+    // An unknown recipient: REST's 404 player.not_found is reason not_found on the socket.
     const ghost = await a.socket.request('dm.send', { recipient_id: '0190c1f2-aaaa-7000-8000-000000000001', content: 'x' });
     expectFrameError(ghost, 'not_found', 'ws.request_failed');
     expect(ghost.payload.error.details).toEqual({ reason: 'not_found' });

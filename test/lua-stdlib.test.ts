@@ -131,7 +131,7 @@ async function rpc(method: string, params: Record<string, unknown> = {}): Promis
   return res.body.payload.result;
 }
 
-describe('math.random (7.12)', () => {
+describe('math.random', () => {
   it('draws floats in [0, 1), integers in [1, n], truncates bounds, and raises on an empty interval', async () => {
     const r = await rpc('random');
     expect(r.floats_ok).toBe(true);
@@ -165,7 +165,7 @@ describe('math.random (7.12)', () => {
   });
 });
 
-describe('numbers (7.12, 9.2)', () => {
+describe('numbers: square roots and division by zero', () => {
   it('answers 0.0 for the square root of a negative or a non-number; 1/0 is inf as in stock Lua', async () => {
     const n = await rpc('numbers');
     expect(n).toMatchObject({ sqrt_neg: 0, sqrt_neg_type: 'float', sqrt_text: 0, sqrt_nine: 3, div_zero_is_huge: true });
@@ -173,7 +173,7 @@ describe('numbers (7.12, 9.2)', () => {
   });
 });
 
-describe('the sandbox (9.1)', () => {
+describe('the sandbox: what is removed and what is kept', () => {
   it('keeps os.time, os.clock, os.date, os.difftime and nothing else of os', async () => {
     const o = await rpc('os');
     expect(o).toEqual({

@@ -1,8 +1,8 @@
 /**
  * The `game` table a match VM sees: identity and logging
- * (7.3), messaging (7.4), match control (7.5), plus whatever domain bindings
+ * (`id`, `log`), messaging (`broadcast`, `send`), match control (`match`, `bots`), plus whatever domain bindings
  * the host supplies. Functions are created once per VM, never per call.
- * Wrong arguments answer `{error = "..."}` instead of raising (7.1).
+ * Wrong arguments answer `{error = "..."}` instead of raising, whatever the function's usual answer.
  */
 import { RESERVED_LEAVES, type InstanceServices, type JsonObject, type MatchServices, type ScriptBinding, type ScriptServices, type WorldServices, type ZoneServices } from './host-interface';
 import { pushSpatialTable } from './spatial';
@@ -242,7 +242,7 @@ function pushTable(L: any, functions: Record<string, LuaFunction>): void {
 }
 
 /**
- * `game.bots` (7.5): asynchronous, so a full match, a duplicate name or the
+ * `game.bots` (match VMs only): asynchronous, so a full match, a duplicate name or the
  * bot ceiling is found out by the host afterwards and is a silent no-op.
  */
 function botFunctions(services: MatchServices | null): Record<string, LuaFunction> {

@@ -188,7 +188,7 @@ export abstract class ScriptInstance<Callback extends string> {
       lua.lua_settop(L, 0);
       return { ok: true };
     }
-    // Refused or malformed: nothing the call did persists (4.3), the reason read first.
+    // Refused or malformed: nothing the call did persists, the reason read first.
     let reason: string | undefined;
     if (out.results >= 2 && lua.lua_type(L, -out.results + 1) === lua.LUA_TSTRING) {
       const text = jsString(lua.lua_tostring(L, -out.results + 1));

@@ -4,7 +4,7 @@
  *    become 1-based sequences; integral numbers become Lua integers (fengari's
  *    are 32-bit: larger integral numbers become floats).
  *  - Lua -> JS: a table whose keys are exactly 1..n is an array, an empty
- *    table is `{}` at the top and `[]` nested inside a value (5.4), any
+ *    table is `{}` at the top and `[]` nested inside a value, any
  *    other table an object with string keys (number and
  *    boolean keys are written as strings, other keys dropped); integral
  *    numbers stay integers; functions, threads and userdata are dropped

@@ -27,7 +27,7 @@ const EMPTY_VIEW = '{}';
 
 type Callback = 'init' | 'join' | 'leave' | 'handle_input' | 'tick' | 'get_state' | 'vote_requested' | 'vote_resolved' | 'phases' | 'on_phase_started' | 'on_phase_ended';
 
-/** The reference's ceiling for `phases(config)` in its probe VM (4.10). */
+/** The ceiling for `phases(config)` in its probe VM, as the reference server has it. */
 const PHASES_MS = 1000;
 
 const NAMES = {
@@ -239,7 +239,7 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   }
 
   /**
-   * `phases(config)` (4.10), once per match, in a probe VM: a second VM
+   * `phases(config)`, once per match, in a probe VM: a second VM
    * running the same body whose `game.*` functions change nothing and
    * answer false, so the declaration cannot touch the match or the world
    * outside it. What it returned, as JSON; undefined when the script

@@ -1,5 +1,5 @@
 /**
- * A VM snapshot: what a refused or failed call must not leave behind (4.3),
+ * A VM snapshot: what a refused or failed call must not leave behind,
  * and what a bot's `think` must not keep (11).
  *
  * fengari runs one live VM, so "revert the VM" means remembering, before the

@@ -531,7 +531,7 @@ export class Sandbox {
   /**
    * Hot reload: re-runs a body with a fresh module cache.
    * The globals are snapshotted first, so a body that fails halfway leaves
-   * the VM exactly as it was (8.4).
+   * the VM exactly as it was.
    */
   reevaluate(evaluate: () => { ok: true } | { ok: false; error: string }): { ok: true } | { ok: false; error: string } {
     const L = this.L;

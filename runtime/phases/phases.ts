@@ -132,7 +132,7 @@ function readStart(raw: JsonValue | undefined, named: string, problems: string[]
 
 function readConfig(raw: JsonValue | undefined, named: string, problems: string[]): JsonObject {
   if (raw === undefined) return {};
-  // An empty Lua table nested in the list encodes as [] (5.4): still an empty config.
+  // An empty Lua table nested in the list encodes as [] (only an empty value as a whole is {}): still an empty config.
   const config = asObjectJson(raw);
   if (config) return config;
   problems.push(`${named}: config is not a table of named values; {} used`);

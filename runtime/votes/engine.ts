@@ -138,7 +138,7 @@ function shareOf(raw: JsonValue | undefined, fallback: number): number | null {
 
 function parseWeights(raw: JsonValue | undefined): Record<string, number> | null {
   if (raw === undefined) return {};
-  // An empty Lua table nested in the config arrives as [] (5.4): no weights.
+  // An empty Lua table nested in the config arrives as [] (only an empty value as a whole is {}): no weights.
   const weights = asObjectJson(raw);
   if (!weights) return null;
   const out: Record<string, number> = {};
