@@ -10,7 +10,7 @@ import { bindingWaitLimit, excuseBindingWait } from '../../../runtime/lua/vm';
 import { systemClock } from '../../../runtime/contracts/context';
 import { uuidv7Source } from '../../../runtime/platform/ids';
 import { watchGameFiles } from '../../game-directory';
-import { WindowLimiter } from '../../infra/rate-limiter';
+import { WindowLimiter } from '../../../runtime/platform/rate-limiter';
 import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type BindingAnswer, type BindingCall, type BindingShape, type Command, type WorkerData } from './protocol';
 import { heapInUse, ScriptRunner } from './runner';
 import { LANE_KINDS } from '../lane-kinds';
