@@ -101,6 +101,20 @@ export interface StartOptions {
    * node makes before any code runs inherit it).
    */
   lowPriority?: boolean;
+  /**
+   * Pins every thread of the child to these CPUs (`taskset -c`, e.g. `'0'`),
+   * so a target and its load generator each own a core and neither's figure
+   * moves with where the scheduler put the other. Linux with util-linux
+   * only: check `canPin()` first.
+   */
+  cpus?: string;
+}
+
+let pinnable: boolean | undefined;
+/** Whether `cpus` can be honoured here (`taskset` on the PATH). */
+export function canPin(): boolean {
+  pinnable ??= spawnSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' }).status === 0;
+  return pinnable;
 }
 
 interface Pending {
@@ -131,6 +145,8 @@ export class Child {
     const command = [process.execPath, ...extraFlags, ...options.args];
     // `nice` execs node in its own place: the pid, its /proc figures and the IPC channel are node's.
     if (options.lowPriority) command.unshift('nice', '-n', '19');
+    // Outermost, from the start, so node's own threads (and nice's exec) inherit the mask.
+    if (options.cpus !== undefined) command.unshift('taskset', '-c', options.cpus);
     this.proc = spawn(command[0]!, command.slice(1), {
       cwd: options.cwd ?? root,
       env: options.env ?? process.env,
@@ -307,13 +323,14 @@ export function start(options: StartOptions): Child {
  * `serveParent`). A child that dies or stays silent past the deadline is
  * stopped before the error reaches the caller.
  */
-export async function forkChild(file: string, args: string[] = [], options: { nodeFlags?: string[]; readyWithinMs?: number; lowPriority?: boolean } = {}): Promise<Child> {
+export async function forkChild(file: string, args: string[] = [], options: { nodeFlags?: string[]; readyWithinMs?: number; lowPriority?: boolean; cpus?: string } = {}): Promise<Child> {
   const c = start({
     name: [file.replace(/\.ts$/, ''), ...args.filter((a) => !a.startsWith('{'))].join(' '),
     args: ['--import', 'tsx', ...(options.nodeFlags ?? []), path.join(here, file), ...args],
     ipc: true,
     echo: true,
     lowPriority: options.lowPriority ?? false,
+    cpus: options.cpus,
   });
   try {
     await c.ready(options.readyWithinMs ?? 180_000);

@@ -60,7 +60,8 @@ function startsWith(data: Buffer, prefix: Buffer): boolean {
 }
 
 let held: Conn[] = [];
-const matchCounters = { states: 0, finished: 0 };
+// stateBytes: what svc's frames weigh, so bench/side-by-side.ts's bare baseline sends as much.
+const matchCounters = { states: 0, stateBytes: 0, finished: 0 };
 const worldCounters: { players: { bytes: number; frames: number; ticks: Set<number> }[] } = { players: [] };
 const WORLD_TICK = Buffer.from('{"type":"world.tick"');
 const TICK_KEY = Buffer.from('"tick":');
@@ -167,7 +168,10 @@ serveParent(
         for (const c of conns) {
           // At thousands of frames a second the generator shares the target's cores: compare bytes, decode nothing.
           c.onBytes = (data) => {
-            if (startsWith(data, STATE)) matchCounters.states++;
+            if (startsWith(data, STATE)) {
+              matchCounters.states++;
+              matchCounters.stateBytes += data.length;
+            }
             else if (startsWith(data, FINISHED)) matchCounters.finished++;
             else if (startsWith(data, MATCHED) && ++matched === conns.length) resolve();
           };
@@ -184,6 +188,7 @@ serveParent(
         k++;
       }, 100);
       matchCounters.states = 0;
+      matchCounters.stateBytes = 0;
       matchCounters.finished = 0;
       return { matched };
     },

@@ -1,11 +1,14 @@
 // A benchmark target in its own process: `bare` is a plain `ws` echo server,
-// `svc` is the real node (in-memory embedded database unless told otherwise, the demo game). The
+// `bare-game` a plain `ws` server doing the least a game backend must (see
+// below), `svc` is the real node (in-memory embedded database unless told otherwise, the demo game). The
 // parent drives it over IPC: `provision` players and tokens, `memory`
 // snapshots (after a forced GC), tick `lateness` of the match loop. CPU time
 // the parent reads from outside (bench/_children.ts).
+import { randomBytes, randomUUID } from 'node:crypto';
+import { openSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import path from 'node:path';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { LiveHost } from '../host/realtime/live';
 import { serveParent, svcImport, svcRoot } from './_children';
 
@@ -15,7 +18,19 @@ const kind = process.argv[2];
  * (bench/matches.ts, bench/hostile.ts); `postgres` puts the node on that
  * server, in a schema the caller created (bench/connect-storm.ts).
  */
-const overrides = JSON.parse(process.argv[3] ?? '{}') as { settings?: Record<string, unknown>; gameDir?: string; postgres?: { url: string; schema: string } };
+/**
+ * `productionLog` gives the node the production JSON logger at the settings'
+ * level, writing each line synchronously to /dev/null (as to a piped stdout)
+ * instead of the silent one. `stateBytes` is the `match.state` frame size
+ * `bare-game` sends (bench/side-by-side.ts copies svc's).
+ */
+const overrides = JSON.parse(process.argv[3] ?? '{}') as {
+  settings?: Record<string, unknown>;
+  gameDir?: string;
+  postgres?: { url: string; schema: string };
+  productionLog?: boolean;
+  stateBytes?: number;
+};
 
 function memory() {
   (globalThis as { gc?: () => void }).gc?.();
@@ -30,11 +45,95 @@ if (kind === 'bare') {
   wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   serveParent({ port: (server.address() as { port: number }).port }, { memory });
+} else if (kind === 'bare-game') {
+  // The floor for the service's figures: what any backend must do for the
+  // same frames, and nothing else. A token is one Map lookup, an
+  // authenticated socket one Map entry, a match a 10 Hz timer sending one
+  // state frame to both players, every frame one JSON.parse.
+  const tokens = new Map<string, string>();
+  const sessions = new Map<WebSocket, { player: string; match: BareMatch | null }>();
+  interface BareMatch {
+    tick: number;
+    players: { id: string; x: number; y: number; ws: WebSocket }[];
+    timer: ReturnType<typeof setInterval>;
+  }
+  let waiting: { id: string; ws: WebSocket } | null = null;
+  const stateBytes = overrides.stateBytes ?? 200;
+  const startMatch = (a: { id: string; ws: WebSocket }, b: { id: string; ws: WebSocket }) => {
+    const id = randomUUID();
+    const players = [a, b].map((p) => ({ ...p, x: 0, y: 0 }));
+    const matched = `{"type":"match.matched","payload":{"match_id":"${id}","mode":"arena","players":["${a.id}","${b.id}"]}}`;
+    let filler = '';
+    const match: BareMatch = {
+      tick: 0,
+      players,
+      timer: setInterval(() => {
+        match.tick++;
+        const state = { tick: match.tick, players: players.map((p) => ({ id: p.id, x: p.x, y: p.y })), filler };
+        let frame = `{"type":"match.state","payload":${JSON.stringify(state)}}`;
+        // Sized once, on the first tick, to svc's frame; later frames vary only with the numbers in them.
+        if (match.tick === 1 && frame.length < stateBytes) {
+          filler = 'x'.repeat(stateBytes - frame.length);
+          frame = `{"type":"match.state","payload":${JSON.stringify({ ...state, filler })}}`;
+        }
+        for (const p of players) p.ws.send(frame);
+      }, 100),
+    };
+    for (const p of players) {
+      sessions.get(p.ws)!.match = match;
+      p.ws.send(matched);
+    }
+  };
+  const server = createServer();
+  const wss = new WebSocketServer({ server, perMessageDeflate: false });
+  wss.on('connection', (ws) => {
+    ws.on('message', (data) => {
+      const msg = JSON.parse(data.toString()) as { type: string; cid?: string; payload?: { token?: string; dx?: number; dy?: number } };
+      const session = sessions.get(ws);
+      if (msg.type === 'session.connect') {
+        const player = tokens.get(msg.payload?.token ?? '');
+        if (player === undefined) return void ws.send(`{"type":"error","cid":${JSON.stringify(msg.cid ?? null)},"payload":{"code":"unauthorized"}}`);
+        sessions.set(ws, { player, match: null });
+        ws.send(`{"type":"session.connected","cid":${JSON.stringify(msg.cid ?? null)},"payload":{"player_id":"${player}"}}`);
+      } else if (!session) {
+        ws.send('{"type":"error","payload":{"code":"unauthorized"}}');
+      } else if (msg.type === 'matchmaker.add') {
+        if (waiting && waiting.ws !== ws) {
+          startMatch(waiting, { id: session.player, ws });
+          waiting = null;
+        } else waiting = { id: session.player, ws };
+      } else if (msg.type === 'match.input' && session.match) {
+        const me = session.match.players.find((p) => p.ws === ws)!;
+        me.x += msg.payload?.dx ?? 0;
+        me.y += msg.payload?.dy ?? 0;
+      } else {
+        ws.send(data, { binary: false });
+      }
+    });
+    ws.on('close', () => {
+      const match = sessions.get(ws)?.match;
+      if (match) clearInterval(match.timer);
+      if (waiting?.ws === ws) waiting = null;
+      sessions.delete(ws);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  serveParent(
+    { port: (server.address() as { port: number }).port },
+    {
+      memory: () => ({ ...memory(), sessions: sessions.size }),
+      provision: (m: { n: number }) => {
+        const fresh = Array.from({ length: m.n }, () => randomBytes(32).toString('base64url'));
+        for (const t of fresh) tokens.set(t, randomUUID());
+        return { tokens: fresh };
+      },
+    },
+  );
 } else {
   const { openEmbedded, openPostgres } = await svcImport<typeof import('../host/infra/database')>('host/infra/database.ts');
   const { createHost } = await svcImport<typeof import('../host/host')>('host/host.ts');
   const { jsonb } = await svcImport<typeof import('../runtime/platform/database')>('runtime/platform/database.ts');
-  const { silentLogger } = await svcImport<typeof import('../runtime/platform/log')>('runtime/platform/log.ts');
+  const { jsonLogger, silentLogger } = await svcImport<typeof import('../runtime/platform/log')>('runtime/platform/log.ts');
   const { parseSettings } = await svcImport<typeof import('../runtime/contracts/settings')>('runtime/contracts/settings.ts');
   const { hashToken, newToken } = await svcImport<typeof import('../runtime/accounts/tokens')>('runtime/accounts/tokens.ts');
   const { settings } = parseSettings({
@@ -51,7 +150,12 @@ if (kind === 'bare') {
     ? openPostgres({ ...overrides.postgres, poolSize: settings.db_pool_size, connectTimeoutMs: settings.db_connect_timeout_ms, statementTimeoutMs: settings.db_statement_timeout_ms })
     : await openEmbedded({});
   const gameDir = overrides.gameDir ?? path.join(svcRoot, 'examples/demo-game');
-  const running = await createHost({ settings, database, log: silentLogger, gameDir });
+  let log = silentLogger;
+  if (overrides.productionLog) {
+    const sink = openSync('/dev/null', 'w');
+    log = jsonLogger((line) => writeSync(sink, line + '\n'), settings.log_level);
+  }
+  const running = await createHost({ settings, database, log, gameDir });
   await running.ready;
   const live = running.ctx.live as LiveHost;
 
