@@ -1,5 +1,4 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../bench/_children';
@@ -8,6 +7,7 @@ import { startNodes } from './support/node-pair';
 import { OPS_SECRET } from './support/ops';
 import { redisDown } from './support/redis';
 import type { TestServer } from './support/server';
+import { callOnce } from './support/calls';
 import { registerPlayer, TestSocket } from './support/ws-client';
 
 // The balancer the repository ships (haproxy.cfg, as compose.fleet.yaml runs
@@ -36,30 +36,10 @@ interface Answer {
 }
 
 /** One request on a fresh connection from `from`, so the balancer routes each one anew. */
-function call(port: number, from: string, method: string, p: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> {
-  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, localAddress: from, method, path: p, agent: false,
-        headers: {
-          connection: 'close',
-          ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
-          ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
-        } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const id = res.headers['x-request-id'];
-          resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null, requestId: typeof id === 'string' ? id : undefined });
-        });
-      },
-    );
-    req.on('error', reject);
-    if (payload !== undefined) req.write(payload);
-    req.end();
-  });
+async function call(port: number, from: string, method: string, p: string, options: { token?: string; body?: unknown } = {}): Promise<Answer> {
+  const { status, body, headers } = await callOnce(`http://127.0.0.1:${port}${p}`, method, { ...options, localAddress: from });
+  const id = headers['x-request-id'];
+  return { status, body, requestId: typeof id === 'string' ? id : undefined };
 }
 
 async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, withinMs = 20_000): Promise<T> {

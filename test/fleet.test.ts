@@ -1,8 +1,8 @@
-import http from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { callOnce } from './support/calls';
 import { REDIS_URL, redisDown } from './support/redis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,34 +45,10 @@ interface Answer {
 }
 
 /** One request on a connection of its own, so the balancer picks a node per request. */
-function request(base: string, method: string, p: string, options: { token?: string; body?: unknown; bearer?: string } = {}): Promise<Answer> {
-  const url = new URL(`/api/v1${p}`, base);
-  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method,
-        agent: false,
-        headers: {
-          connection: 'close',
-          ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
-          ...(options.token || options.bearer ? { authorization: `Bearer ${options.token ?? options.bearer}` } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null });
-        });
-      },
-    );
-    req.on('error', reject);
-    if (payload !== undefined) req.write(payload);
-    req.end();
-  });
+async function request(base: string, method: string, p: string, options: { token?: string; body?: unknown; bearer?: string } = {}): Promise<Answer> {
+  const token = options.token ?? options.bearer;
+  const { status, body } = await callOnce(new URL(`/api/v1${p}`, base).toString(), method, { ...(token ? { token } : {}), body: options.body });
+  return { status, body };
 }
 
 async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, withinMs = 15_000): Promise<T> {

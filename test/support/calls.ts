@@ -1,3 +1,5 @@
+import http, { type IncomingHttpHeaders } from 'node:http';
+
 /** What a test sends: a JSON body (or raw text), a bearer token, extra headers. */
 export interface CallOptions {
   body?: unknown;
@@ -35,4 +37,39 @@ export async function answerOf(res: Response): Promise<Answer> {
     /* leave as text: a test will say so */
   }
   return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/**
+ * One request on a connection of its own (no keep-alive), so a balancer in
+ * front routes each one anew; `localAddress` picks the loopback address it
+ * comes from. The body is parsed as JSON when there is one.
+ */
+export function callOnce(url: string, method: string, opts: Omit<CallOptions, 'headers'> & { localAddress?: string } = {}): Promise<{ status: number; body: any; headers: IncomingHttpHeaders }> {
+  const payload = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method,
+        agent: false,
+        ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+        headers: {
+          connection: 'close',
+          ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+          ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null, headers: res.headers });
+        });
+      },
+    );
+    req.on('error', reject);
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
 }
