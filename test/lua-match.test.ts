@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { WindowLimiter } from '../runtime/platform/rate-limiter';
 import { DEFAULT_RATE_LIMITS } from '../runtime/contracts/settings';
 import { PASSIVE, vmOf } from './fixtures/games/harness';
+import { MAX_QUEUED_INPUTS } from '../runtime/lua/match';
 
 describe('match callbacks', () => {
   it('runs init with config, join, handle_input in arrival order, tick and per-player views', () => {
@@ -20,7 +21,7 @@ describe('match callbacks', () => {
     vm.input('a', { k: 2 });
     vm.input('b', { k: 3 });
     const r = vm.tick();
-    expect(r).toEqual({ inputFailures: 0, tick: { ok: true }, finished: null });
+    expect(r).toEqual({ inputFailures: 0, inputsDropped: 0, tick: { ok: true }, finished: null });
     const view = JSON.parse(vm.viewJson('a'));
     expect(view).toEqual({
       me: 'a',
@@ -410,5 +411,28 @@ describe('hot reload', () => {
     source.set('match.lua', script + '\n-- touched');
     vm.tick();
     expect(JSON.parse(vm.viewJson('a'))).toEqual({ v: 'two' });
+  });
+});
+
+describe('the inputs a match holds between ticks', () => {
+  it('keeps at most MAX_QUEUED_INPUTS, the newest, and says how many went', () => {
+    const { vm } = vmOf(`
+      function init(config) return { seen = {} } end
+      function join(id, state) return state end
+      function leave(id, state) return state end
+      function handle_input(id, input, state) table.insert(state.seen, input.n) return state end
+      function tick(state) return state end
+      function get_state(id, state) return { count = #state.seen, first = state.seen[1], last = state.seen[#state.seen] } end
+    `);
+    expect(vm.init()).toEqual({ ok: true });
+    expect(vm.join('a')).toEqual({ ok: true });
+    // A match whose ticks stopped (throttled for overrunning its share) while a player kept sending.
+    const sent = MAX_QUEUED_INPUTS + 500;
+    for (let n = 1; n <= sent; n++) vm.input('a', { n });
+    expect(vm.tick().inputsDropped).toBe(500);
+    expect(JSON.parse(vm.viewJson('a'))).toEqual({ count: MAX_QUEUED_INPUTS, first: 501, last: sent });
+    // The count is per tick: the next one starts from nothing.
+    vm.input('a', { n: 0 });
+    expect(vm.tick().inputsDropped).toBe(0);
   });
 });

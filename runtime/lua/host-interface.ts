@@ -300,6 +300,8 @@ export interface MatchOutcome {
 export interface TickResult {
   /** Failed `handle_input` calls of this tick (each lost only its own input). */
   inputFailures: number;
+  /** Inputs dropped since the last tick because more than MAX_QUEUED_INPUTS waited (the oldest go). */
+  inputsDropped: number;
   /** The `tick` callback itself. */
   tick: CallResult;
   /** Non-null once the match is over (by `_finished`, or `state_too_large`). */

@@ -44,6 +44,16 @@ const NAMES = {
   _result: stringObject('_result'),
 };
 
+/**
+ * Inputs a match holds between two of its ticks. Each socket may send 60
+ * frames a second, so an honest match never comes near it; a match whose
+ * ticks are throttled or skipped for long (its script overruns its share of
+ * the lane) would otherwise hold every input of every player for as long, up
+ * to 64 KiB each. Past it the oldest inputs go: the newest say what a player
+ * wants now.
+ */
+export const MAX_QUEUED_INPUTS = 1024;
+
 export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   readonly matchId: string;
   readonly mode: ModeInfo;
@@ -51,6 +61,7 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   private readonly state: RegistrySlot;
   private readonly roster = new Map<string, LuaStringObject>();
   private readonly queue: [string, JsonObject][] = [];
+  private dropped = 0;
   private outcome: MatchOutcome | null = null;
   private ticks = 0;
   /** The shared strategy's view of the current tick. */
@@ -122,6 +133,10 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
   }
 
   input(playerId: string, input: JsonObject): void {
+    if (this.queue.length >= MAX_QUEUED_INPUTS) {
+      this.queue.shift();
+      this.dropped++;
+    }
     this.queue.push([playerId, input]);
   }
 
@@ -158,7 +173,9 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
     this.ticks++;
     this.checkFinished();
     if (!this.outcome && this.ticks % STATE_CHECK_EVERY === 0) this.checkStateSize();
-    return { inputFailures, tick, finished: this.outcome };
+    const inputsDropped = this.dropped;
+    this.dropped = 0;
+    return { inputFailures, inputsDropped, tick, finished: this.outcome };
   }
 
   viewJson(playerId: string): string {

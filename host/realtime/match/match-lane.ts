@@ -159,6 +159,8 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     // Failures of joins and leaves between ticks do not count against the ticks.
     m.vm.takeLimitFailure();
     const r = m.vm.tick();
+    // At most one line per tick, and only after a backlog: a throttled match runs few ticks.
+    if (r.inputsDropped > 0) this.lane.log.warn('match_inputs_dropped', { match_id: matchId, mode: m.mode.name, dropped: r.inputsDropped });
     if (r.finished) return this.#finish(matchId, r.finished.result);
     if (!m.voting) this.#requestVote(matchId, m);
     if (m.phases?.tick(TICK_MS)) return this.#finish(matchId, { status: 'phases_complete' });
