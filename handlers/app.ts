@@ -114,7 +114,7 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   const shards = new Map<string, ReturnType<typeof make>>();
   for (const r of routes) {
     const segment = firstSegment(r.path);
-    if (segment === null || /[:*]/.test(segment)) throw new Error(`route ${r.method} ${r.path} is not under /api/v1/<literal>`);
+    if (segment === null || /[:*]/.test(segment)) throw new Error(`route ${r.method} ${r.path} is not under /api/v1/<literal> (nor one of the root routes)`);
     let router = shards.get(segment);
     if (!router) shards.set(segment, (router = make()));
     const caller = r.plane === 'operator' ? operatorCaller(r.spec, ctx) : playerCaller(r.spec, ctx);
@@ -136,9 +136,12 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   };
 }
 
-/** `friends` of `/api/v1/friends/…`; null outside `/api/v1/` (the console's session routes excepted: they live at `/console/session`, outside `/api/v1`). */
+/** The few routes outside `/api/v1/`: the console's session, and the probes at the root. Each is a shard of its own. */
+const ROOT_ROUTES = new Set(['/console/session', '/health', '/ready']);
+
+/** `friends` of `/api/v1/friends/…`; a root route's own path; null for any other path outside `/api/v1/`. */
 function firstSegment(path: string): string | null {
-  if (path === '/console/session') return '/console';
+  if (ROOT_ROUTES.has(path)) return path;
   if (!path.startsWith('/api/v1/')) return null;
   const end = path.indexOf('/', 8);
   return path.slice(8, end < 0 ? undefined : end);

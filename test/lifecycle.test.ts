@@ -63,9 +63,10 @@ describe('migrations', () => {
     const gate = new Promise<void>((resolve) => (finish = resolve));
     const s = await startTestServer({}, { waitReady: false, migrate: async (db) => { await gate; return migrateToLatest(db); } });
     try {
-      // Liveness answers: the process is healthy, only not ready yet.
+      // Liveness answers, here and at the root: the process is healthy, only not ready yet.
       expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
-      for (const path of ['/api/v1/health/ready', '/api/v1/no-such-route', '/api/v1/players/me/erase']) {
+      expect(await s.call('GET', '/health')).toMatchObject({ status: 200, body: { status: 'ok' } });
+      for (const path of ['/api/v1/health/ready', '/ready', '/api/v1/no-such-route', '/api/v1/players/me/erase']) {
         const res = await s.call('GET', path);
         expect(res.status).toBe(503);
         expect(res.body.error).toMatchObject({ code: 'not_ready', details: {} });
@@ -73,6 +74,9 @@ describe('migrations', () => {
       finish();
       await s.ready;
       expect((await s.call('GET', '/api/v1/health/ready')).status).toBe(200);
+      // The asobi family's recipes and CLI probe the root: the same answers.
+      expect(await s.call('GET', '/ready')).toMatchObject({ status: 200, body: { status: 'ok', database: 'ok' } });
+      expect(await s.call('GET', '/health')).toMatchObject({ status: 200, body: { status: 'ok' } });
     } finally {
       await s.close();
     }
@@ -90,7 +94,9 @@ describe('database outage', () => {
       const res = await s.call('GET', '/api/v1/health/ready');
       expect(res.status).toBe(503);
       expect(res.body.error).toMatchObject({ code: 'not_ready', details: { reason: 'database_unavailable' } });
+      expect(await s.call('GET', '/ready')).toMatchObject({ status: 503, body: { error: { code: 'not_ready', details: { reason: 'database_unavailable' } } } });
       expect((await s.call('GET', '/api/v1/health')).status).toBe(200);
+      expect((await s.call('GET', '/health')).status).toBe(200);
     } finally {
       await s.close();
     }

@@ -2,6 +2,7 @@ import type { Ctx } from '../../runtime/contracts/context';
 import { databaseFaultError } from '../../runtime/platform/database';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { PipelineRequest } from '../http';
+import { isLivenessPath } from '../routes/health';
 
 /**
  * Until migrations finish (or while the database is away) every route but
@@ -10,7 +11,7 @@ import type { PipelineRequest } from '../http';
  */
 export function readiness(ctx: Ctx) {
   return (request: PipelineRequest): undefined => {
-    if (ctx.readiness.ready() || request.path === '/api/v1/health') return undefined;
+    if (ctx.readiness.ready() || isLivenessPath(request.path)) return undefined;
     const fault = ctx.readiness.databaseFault?.();
     throw fault ? databaseFaultError(fault) : new ApiError('not_ready');
   };

@@ -37,7 +37,9 @@ function commonErrors(spec: AnyRouteSpec): ErrorCode[] {
 }
 
 function operationId(spec: AnyRouteSpec): string {
-  const words = spec.path
+  // The root probes repeat `/api/v1/health…` by name, so their ids say where they are.
+  const root = !spec.path.startsWith('/api/v1/') && !spec.path.startsWith('/console/');
+  const words = (root ? `root${spec.path}` : spec.path)
     .replace(/^\/api\/v1\//, '')
     .split(/[/_.-]/)
     .filter((w: string) => w !== '')
