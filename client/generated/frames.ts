@@ -44,9 +44,8 @@ export interface components {
         };
         "client.matchmaker.add": {
             mode?: string;
-            properties?: {
-                [key: string]: unknown;
-            } | null;
+            /** @description an object; absent, null, a non-object or "" read as {}, and a string holding a JSON object as that object */
+            properties?: unknown;
         };
         "client.matchmaker.remove": {
             ticket_id: string;

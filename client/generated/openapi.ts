@@ -6189,9 +6189,8 @@ export interface operations {
             content: {
                 "application/json": {
                     mode?: string;
-                    properties?: {
-                        [key: string]: unknown;
-                    } | null;
+                    /** @description an object; absent, null, a non-object or "" read as {}, and a string holding a JSON object as that object */
+                    properties?: unknown;
                 };
             };
         };

@@ -2,15 +2,42 @@ import { z } from 'zod';
 import { EpochMs, JsonObject, Success, Uuid } from './common';
 import { clientFrame, type PushContract } from './frame-contract';
 import { ruled } from './rules';
+import { isPlainObject } from '../contracts/frame-envelope';
+import { textProblem } from '../platform/text';
+
+/**
+ * A ticket's properties as the asobi family's clients send them. Unity's
+ * SDK types them as a string (its serializer has no null string), so every
+ * ticket it sends says `"properties": ""`, or the caller's JSON object as a
+ * string. Like the reference server, anything that is not an object (or a
+ * string holding one) reads as no properties, and its strategies use their
+ * defaults; a string's object must be text the service can store.
+ */
+export function ticketProperties(value: unknown): Record<string, unknown> {
+  if (isPlainObject(value)) return value;
+  if (typeof value !== 'string' || value === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return {};
+  }
+  return isPlainObject(parsed) && textProblem(parsed) === null ? parsed : {};
+}
 
 /**
  * `POST /matchmaker` and `matchmaker.add`. An absent mode is `default`; one
  * that is not a string cannot name a mode (`matchmaker.unknown_mode` on both
- * transports, docs/decisions/0026). Absent or null properties are `{}`.
+ * transports, docs/decisions/0026). Properties: see `ticketProperties`; keys
+ * the schema does not name (Unity's `party`) are ignored.
  */
 export const MatchmakerAdd = z.object({
   mode: ruled(z.string().optional(), { code: 'matchmaker.unknown_mode' }).transform((m) => m ?? 'default'),
-  properties: ruled(JsonObject.nullish(), { code: 'invalid_payload' }).transform((p) => p ?? {}),
+  properties: z
+    .unknown()
+    .optional()
+    .transform(ticketProperties)
+    .meta({ description: 'an object; absent, null, a non-object or "" read as {}, and a string holding a JSON object as that object' }),
 });
 export type MatchmakerAdd = z.output<typeof MatchmakerAdd>;
 
