@@ -114,6 +114,31 @@ describe('game script RPC', () => {
     expect((await reply).payload.result).toEqual({ sent: true, has_broadcast: false, has_match: false });
   });
 
+  it('sends game.send as the deprecated game.message first, then module.message, with the same payload (ws_legacy_game_frames on by default)', async () => {
+    const twin = (f: Frame) => (f.type === 'game.message' || f.type === 'module.message') && f.payload.message?.text === 'twice';
+    const reply = call('game.whisper', { text: 'twice' });
+    const first = await sock.next(twin);
+    const second = await sock.next(twin);
+    expect([first.type, second.type]).toEqual(['game.message', 'module.message']);
+    expect(first.payload).toEqual({ module: 'lua', message: { text: 'twice' } });
+    expect(second.payload).toEqual(first.payload);
+    await reply;
+  });
+
+  it('sends module.message alone with ws_legacy_game_frames off', async () => {
+    const quiet = await startTestServer({ ws_legacy_game_frames: false }, { gameDir: game.dir });
+    try {
+      const { socket } = await connectPlayer(quiet);
+      const reply = socket.request('rpc.call', { protocol: 1, method: 'game.whisper', params: { text: 'once' } });
+      expect((await socket.next('module.message')).payload).toEqual({ module: 'lua', message: { text: 'once' } });
+      await reply;
+      expect(await socket.quiet('game.message', 300)).toBe(true);
+      socket.close();
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('gives game VMs game.notify and game.notify_many, stored and pushed live', async () => {
     const reply = call('game.gift');
     const pushed = await sock.next((f) => f.type === 'notification.new' && f.payload.subject === 'A gift');

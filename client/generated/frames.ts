@@ -134,6 +134,11 @@ export interface components {
             reason: string;
             type?: string;
         };
+        "server.game.message": {
+            message: unknown;
+            /** @constant */
+            module: "lua";
+        };
         "server.match._event_": {
             [key: string]: unknown;
         };
@@ -684,6 +689,7 @@ export interface ReplyFrames {
 export interface PushFrames {
     "chat.message": components["schemas"]["server.chat.message"];
     "dm.message": components["schemas"]["server.dm.message"];
+    "game.message": components["schemas"]["server.game.message"];
     "match.finished": components["schemas"]["server.match.finished"];
     "match.matched": components["schemas"]["server.match.matched"];
     "match.matchmaker_expired": components["schemas"]["server.match.matchmaker_expired"];

@@ -95,7 +95,7 @@ export class LiveHost implements LiveState {
       ids: ctx.ids,
       kinds: LANE_KINDS,
     });
-    const send = scriptSend(gateway.sessions);
+    const send = scriptSend(gateway.sessions, ctx.settings.ws_legacy_game_frames);
     pool.subscribe('lane', (e) => {
       if (e.k === 'log') return ctx.log[e.level](e.event, e.fields);
       if (e.k === 'send') return send(e.playerId, e.message);

@@ -24,9 +24,18 @@ export function awaitedScriptBindings(ctx: Ctx): AwaitedBindings {
   return { economy: economyBindings(ctx), receipts: receiptBindings(ctx), ...(ctx.settings.storage ? { storage: storageBindings(ctx) } : {}) };
 }
 
-/** `game.send`: the player's sockets, on whichever node of the fleet, get `module.message {module: "lua", message}`. */
-export function scriptSend(sessions: SessionRegistry): ScriptServices['send'] {
-  return (playerId, message) => void sessions.reach(playerId, { type: 'module.message', payload: { module: 'lua', message } });
+/**
+ * `game.send`: the player's sockets, on whichever node of the fleet, get
+ * `module.message {module: "lua", message}`; with `ws_legacy_game_frames`
+ * (the default) the deprecated `game.message` first, with the same payload,
+ * which JavaScript games of the asobi family still listen for.
+ */
+export function scriptSend(sessions: SessionRegistry, legacyFrames: boolean): ScriptServices['send'] {
+  return (playerId, message) => {
+    const payload = { module: 'lua', message };
+    if (legacyFrames) sessions.reach(playerId, { type: 'game.message', payload });
+    sessions.reach(playerId, { type: 'module.message', payload });
+  };
 }
 
 const NOTIFY_USAGE = 'game.notify(player_id, type, subject[, data]): player_id, type and subject must be strings';

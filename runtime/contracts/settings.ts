@@ -161,6 +161,8 @@ const rawSchema = z
     ws_idle_auth_timeout_ms: positiveInt.default(10_000),
     /** An authenticated socket with no inbound frame for this long is closed. */
     ws_idle_timeout_ms: positiveInt.default(60_000),
+    /** `game.send` also pushes the deprecated `game.message` twin, before `module.message`, as the asobi family does by default. */
+    ws_legacy_game_frames: z.boolean().default(true),
     /** Live matches this node runs at once. */
     match_max: positiveInt.default(1000),
     /** Live worlds on this node, and live worlds one player may have created. */

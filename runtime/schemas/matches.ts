@@ -232,6 +232,9 @@ export const matchInput = clientFrame({
 
 export const matchFrames = [matchList, matchJoin, matchFindOrCreate, matchLeave, matchInput];
 
+/** What `game.send` delivers, under `module.message` and its legacy twin alike. */
+const ScriptMessage = z.object({ module: z.literal('lua'), message: z.unknown() });
+
 export const matchPushes: PushContract[] = [
   {
     type: 'match.state',
@@ -247,6 +250,11 @@ export const matchPushes: PushContract[] = [
   {
     type: 'module.message',
     summary: 'A game script\'s message to this one player (`game.send`).',
-    payload: z.object({ module: z.literal('lua'), message: z.unknown() }),
+    payload: ScriptMessage,
+  },
+  {
+    type: 'game.message',
+    summary: 'Deprecated twin of `module.message`, sent just before it with the same payload unless `ws_legacy_game_frames` is false.',
+    payload: ScriptMessage,
   },
 ];
