@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { serverPushes } from '../runtime/schemas/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gameDir } from './support/game-dir';
 import { startTestServer, type TestServer } from './support/server';
@@ -146,6 +147,9 @@ async function queueAlone(socket: TestSocket, mode: string): Promise<{ matchId: 
   const queued = await socket.request('matchmaker.add', { mode });
   expect(queued.type).toBe('matchmaker.queued');
   const matched = await socket.next('match.matched', 10_000);
+  // What goes out is what the published document says, bots' ids included.
+  const contract = serverPushes.find((p) => p.type === 'match.matched')!;
+  expect(contract.payload.safeParse(matched.payload).error).toBeUndefined();
   return { matchId: matched.payload.match_id, players: matched.payload.players };
 }
 

@@ -214,7 +214,7 @@ export interface components {
              * @description UUIDv7, lowercase and hyphenated
              */
             match_id: string;
-            mode: string;
+            /** @description the grouped players' ids: UUIDs, and `bot_…` ids for the bots a mode fills in */
             players: string[];
         };
         "server.match.matchmaker_expired": {

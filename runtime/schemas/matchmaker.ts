@@ -82,7 +82,14 @@ export const matchmakerRemove = clientFrame({
 export const matchmakerFrames = [matchmakerAdd, matchmakerRemove];
 
 export const matchmakerPushes: PushContract[] = [
-  { type: 'match.matched', summary: 'The matchmaker put this player in a match.', payload: z.object({ match_id: Uuid, mode: z.string(), players: z.array(Uuid) }) },
+  {
+    type: 'match.matched',
+    summary: 'The matchmaker put this player in a match.',
+    payload: z.object({
+      match_id: Uuid,
+      players: z.array(z.string()).meta({ description: 'the grouped players\' ids: UUIDs, and `bot_…` ids for the bots a mode fills in' }),
+    }),
+  },
   { type: 'match.matchmaker_expired', summary: 'A ticket waited longer than the mode allows.', payload: z.object({ ticket_id: Uuid }) },
   { type: 'match.matchmaker_failed', summary: 'The matched group could not be started.', payload: z.object({ reason: z.string() }) },
 ];
