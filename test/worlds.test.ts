@@ -349,3 +349,37 @@ describe('ending', () => {
     await b.socket.request('world.leave');
   });
 });
+
+describe('a socket that closes while its world.join is in flight', () => {
+  // `join` spins for tens of milliseconds, so the socket's close reaches the node before the lane answers.
+  const SLOW = WALKERS.replace('function join(player_id, state, ctx)', 'function join(player_id, state, ctx)\n  if ctx and ctx.spin then for i = 1, ctx.spin do end end');
+  let slow: TestServer;
+  let slowGame: ReturnType<typeof gameDir>;
+  beforeAll(async () => {
+    slowGame = gameDir({ 'config.lua': 'return { walkers = "walkers.lua" }', 'walkers.lua': SLOW });
+    slow = await startTestServer({ lua_instruction_budget: { init_tick: 1_000_000, other: 5_000_000 } }, { gameDir: slowGame.dir });
+  });
+  afterAll(async () => {
+    await slow.close();
+    slowGame.remove();
+  });
+
+  it('leaves no player behind: the world counts only the players still connected', async () => {
+    const owner = await connectPlayer(slow);
+    const created = await owner.socket.request('world.create', { mode: 'walkers' });
+    expect(created.type).toBe('world.joined');
+    const worldId = created.payload.world_id;
+    const leaver = await connectPlayer(slow);
+    leaver.socket.send({ type: 'world.join', payload: { world_id: worldId, ctx: { spin: 1_000_000 } } });
+    await new Promise((r) => setTimeout(r, 5));
+    leaver.socket.close();
+    // The lane answers the join after the close; the player must not stay (player_ttl_ms is 0: out at once).
+    const counts: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      counts.push((await slow.call('GET', `/api/v1/worlds/${worldId}`, { token: owner.token })).body.player_count);
+    }
+    expect(counts.at(-1), JSON.stringify(counts)).toBe(1);
+    owner.socket.close();
+  }, 30_000);
+});

@@ -108,6 +108,11 @@ export class SessionRegistry {
     }
   }
 
+  /** Whether the player has a bound socket on this node. */
+  has(playerId: string): boolean {
+    return this.#byPlayer.has(playerId);
+  }
+
   /** Called when a player's last socket closes or re-authenticates as someone else. */
   onPlayerGone(listener: (playerId: string) => void): void {
     this.#goneListeners.push(listener);

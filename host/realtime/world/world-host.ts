@@ -282,6 +282,9 @@ export class WorldHost implements LiveWorlds {
     world.everJoined.add(playerId);
     this.#byPlayer.set(playerId, world);
     if (r.zone) this.#moved(world, playerId, r.zone);
+    // The last socket may have closed while the lane ran `join`: its goodbye found no world then,
+    // so it is said now, or the player would hold a place (and an entity) for good.
+    if (!this.sessions.has(playerId)) this.#gone(playerId);
     return this.#joined(world);
   }
 
