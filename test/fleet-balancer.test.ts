@@ -5,6 +5,7 @@ import { freePort } from '../bench/_children';
 import { gameDir, matchScript } from './support/game-dir';
 import { startNodes } from './support/node-pair';
 import { OPS_SECRET } from './support/ops';
+import { until } from './support/production-host';
 import { redisDown } from './support/redis';
 import type { TestServer } from './support/server';
 import { callOnce } from './support/calls';
@@ -40,16 +41,6 @@ async function call(port: number, from: string, method: string, p: string, optio
   const { status, body, headers } = await callOnce(`http://127.0.0.1:${port}${p}`, method, { ...options, localAddress: from });
   const id = headers['x-request-id'];
   return { status, body, requestId: typeof id === 'string' ? id : undefined };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, withinMs = 20_000): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const got = await probe().catch((err: unknown) => (process.env.SVC_TEST_TRACE ? (console.error(what, err), null) : null));
-    if (got) return got;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const game = gameDir({
@@ -95,7 +86,7 @@ describe.skipIf(skipReason !== null)('the shipped HAProxy balancer in front of t
       if (code !== null && code !== 0) console.error(`haproxy exited ${code}: ${stderr}`);
     });
     // Every node is reachable by name once its health checks have passed.
-    for (const id of NODES) await until(`${id} in service`, async () => (await nodeFor('127.0.0.1', `?node=${id}`)) === id);
+    for (const id of NODES) await until(async () => ((await nodeFor('127.0.0.1', `?node=${id}`)) === id ? true : undefined), 20_000);
   }, 120_000);
 
   afterAll(async () => {
@@ -156,10 +147,10 @@ describe.skipIf(skipReason !== null)('the shipped HAProxy balancer in front of t
     const home = await nodeFor(from);
     await node(home).close();
     fleet.nodes.delete(home);
-    const moved = await until('the client served by another node', async () => {
+    const moved = await until(async () => {
       const res = await call(port, from, 'GET', '/api/v1/ops/stats', { token: OPS_SECRET });
-      return res.status === 200 ? answeredBy(res.requestId) : null;
-    });
+      return res.status === 200 ? answeredBy(res.requestId) : undefined;
+    }, 20_000);
     expect(moved).not.toBe(home);
     // Every request from now on is answered, none by the node that left.
     for (let i = 0; i < 5; i++) {

@@ -110,8 +110,15 @@ export class ChatHost implements LiveChat {
   }
 
   /** Hands a message to this node's members and followers, but the players it is hidden from. */
-  deliverHere({ hidden_from: hiddenFrom, ...message }: ChatDelivery): void {
-    const hidden = new Set(hiddenFrom);
+  deliverHere(delivery: ChatDelivery): void {
+    // Most messages are hidden from nobody: only the others pay for a copy without the list and a set.
+    let message: ChatPush = delivery;
+    let hidden: ReadonlySet<string> | null = null;
+    if (delivery.hidden_from) {
+      const { hidden_from: hiddenFrom, ...push } = delivery;
+      message = push;
+      hidden = new Set(hiddenFrom);
+    }
     const channel = this.#running(message.channel_id);
     channel.buffer.push(message);
     if (channel.buffer.length > CHANNEL_BUFFER) channel.buffer.shift();
@@ -121,12 +128,12 @@ export class ChatHost implements LiveChat {
     const sent = this.sessions?.metrics.frameOut('chat.message') ?? { n: 0 };
     const before = sent.n;
     for (const [session, playerId] of channel.members) {
-      if (session.playerId !== playerId || hidden.has(playerId)) continue;
+      if (session.playerId !== playerId || hidden?.has(playerId)) continue;
       session.sendText(text, sent);
       reached.add(playerId);
     }
     // A follower that also joined explicitly is not sent the message twice.
-    for (const playerId of this.#followers.get(message.channel_id) ?? []) if (!reached.has(playerId) && !hidden.has(playerId)) this.sessions?.pushText(playerId, text, sent);
+    for (const playerId of this.#followers.get(message.channel_id) ?? []) if (!reached.has(playerId) && !hidden?.has(playerId)) this.sessions?.pushText(playerId, text, sent);
     if (this.sessions) this.sessions.metrics.chatDelivered.n += sent.n - before;
   }
 
