@@ -104,7 +104,8 @@ type Hooks = {
  * itty matches routes by trying each pattern in turn, so one router over every
  * route makes late routes pay for all earlier ones. One router per first path
  * segment under `/api/v1/` keeps each scan to its own domain's handful; every
- * route lives under `/api/v1/<literal>`, so a path whose segment names no
+ * route lives under `/api/v1/<literal>` or is a literal path of its own (the
+ * few outside `/api/v1/`, each its own shard), so a path whose segment names no
  * router matches nothing, and a router of its own answers it (404, after
  * spending the address's bucket) through the same hooks.
  */
@@ -112,8 +113,9 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   // itty types its hooks over its own request type; ours is the plain pipeline object.
   const make = () => Router<PipelineRequest, [Ctx]>(hooks as unknown as RouterOptions);
   const shards = new Map<string, ReturnType<typeof make>>();
+  const roots = new Set(routes.filter((r) => !r.path.startsWith('/api/v1/') && !/[:*]/.test(r.path)).map((r) => r.path));
   for (const r of routes) {
-    const segment = firstSegment(r.path);
+    const segment = firstSegment(r.path, roots);
     if (segment === null || /[:*]/.test(segment)) throw new Error(`route ${r.method} ${r.path} is not under /api/v1/<literal> (nor one of the root routes)`);
     let router = shards.get(segment);
     if (!router) shards.set(segment, (router = make()));
@@ -130,18 +132,19 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   const nowhere = make();
   nowhere.all('*', unrouted);
   return (request) => {
-    const segment = firstSegment(request.path);
+    const segment = firstSegment(request.path, roots);
     const router = (segment !== null && shards.get(segment)) || nowhere;
     return router.fetch(request, ctx) as Promise<ApiResponse>;
   };
 }
 
-/** The few routes outside `/api/v1/`: the console's session, and the probes at the root. Each is a shard of its own. */
-const ROOT_ROUTES = new Set(['/console/session', '/health', '/ready']);
-
-/** `friends` of `/api/v1/friends/…`; a root route's own path; null for any other path outside `/api/v1/`. */
-function firstSegment(path: string): string | null {
-  if (ROOT_ROUTES.has(path)) return path;
+/**
+ * `friends` of `/api/v1/friends/…`; one of the few routes outside `/api/v1/`
+ * (the console's session, the probes at the root), each a shard of its own,
+ * by its own path; null for any other path.
+ */
+function firstSegment(path: string, roots: ReadonlySet<string>): string | null {
+  if (roots.has(path)) return path;
   if (!path.startsWith('/api/v1/')) return null;
   const end = path.indexOf('/', 8);
   return path.slice(8, end < 0 ? undefined : end);
