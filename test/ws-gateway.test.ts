@@ -275,13 +275,15 @@ describe('one player, two sockets', () => {
     expect(again.payload.player_id).toBe(a.playerId);
     // Both answer, and a push reaches both.
     expect((await a.socket.request('session.heartbeat')).type).toBe('session.heartbeat');
-    expect(s.ctx.live.push(a.playerId, { type: 'notification.new', payload: { n: 1 } })).toBe(2);
-    expect((await a.socket.next('notification.new')).payload).toEqual({ n: 1 });
-    expect((await second.next('notification.new')).payload).toEqual({ n: 1 });
+    // A notification as the server stores and pushes it: response checks hold back a push that fails its published schema.
+    const note = (subject: string) => ({ id: '01a22256-8a6d-7000-bce8-214233d5de27', player_id: a.playerId, type: 'test', subject, content: {}, read: false, sent_at: '2026-01-01T00:00:00Z' });
+    expect(s.ctx.live.push(a.playerId, { type: 'notification.new', payload: note('one') })).toBe(2);
+    expect((await a.socket.next('notification.new')).payload).toEqual(note('one'));
+    expect((await second.next('notification.new')).payload).toEqual(note('one'));
     second.close();
     await second.closed;
     await new Promise((r) => setTimeout(r, 50));
-    expect(s.ctx.live.push(a.playerId, { type: 'notification.new', payload: { n: 2 } })).toBe(1);
+    expect(s.ctx.live.push(a.playerId, { type: 'notification.new', payload: note('two') })).toBe(1);
     a.socket.close();
   });
 });

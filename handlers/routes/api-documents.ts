@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../../runtime/contracts/errors';
 import { ErrorObject, JsonObject } from '../../runtime/schemas/common';
 import type { ClientFrameContract, PushContract } from '../../runtime/schemas/frame-contract';
-import { clientFrames, serverPushes } from '../../runtime/schemas/wire';
+import { RpcError } from '../../runtime/schemas/rpc';
+import { clientFrames, ErrorFramePayload, serverPushes } from '../../runtime/schemas/wire';
 import { route, type AnyRouteSpec, type Route } from '../contract';
 import { extensionActionRoutes } from './ops/extensions';
 
@@ -142,12 +143,6 @@ function envelope(type: string, payload: z.ZodType, io: 'input' | 'output', with
   };
 }
 
-const ErrorFramePayload = z.object({
-  type: z.string().optional(),
-  reason: z.string(),
-  error: ErrorObject.shape.error,
-});
-
 function key(direction: 'client' | 'server', type: string): string {
   return `${direction}.${type.replace(/[^A-Za-z0-9._-]/g, '_')}`;
 }
@@ -166,7 +161,7 @@ export function asyncApiDocument(client: readonly ClientFrameContract[] = client
   messages[key('server', 'rpc.error')] = {
     name: 'rpc.error',
     summary: 'The failure of an rpc.call.',
-    payload: envelope('rpc.error', z.object({ error: ErrorObject.shape.error }), 'output', true),
+    payload: envelope('rpc.error', RpcError, 'output', true),
   };
   for (const frame of client) {
     const id = key('client', frame.type);

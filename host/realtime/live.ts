@@ -17,6 +17,7 @@ import { PresenceHost } from './presence-host';
 import { RpcRegistry, type RpcHandler } from './rpc';
 import { awaitedScriptBindings, scriptBindings, scriptSend } from './script-bindings';
 import { Gateway } from './gateway';
+import { outboundFrameCheck } from './frame-checks';
 import { frameTable } from './frame-table';
 import { WorldHost } from './world/world-host';
 import { NO_METRICS, type MetricHooks } from '../metrics/registry';
@@ -78,6 +79,7 @@ export class LiveHost implements LiveState {
   start(ctx: Ctx, server: Server): void {
     const metrics = this.options.metrics ?? NO_METRICS;
     const gateway = new Gateway(ctx, metrics);
+    if (ctx.settings.response_checks) gateway.sessions.checkOut = outboundFrameCheck(ctx.log);
     const game = this.options.game ?? NO_GAME;
     const pool = new ScriptPool({
       workers: scriptWorkers(ctx.settings),

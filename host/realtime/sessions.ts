@@ -21,6 +21,8 @@ export class Session {
   backlog: string[] | null = null;
   busy = false;
   idleAuthTimer: ReturnType<typeof setTimeout> | null = null;
+  /** With `response_checks` on, sees every frame before it goes out and may hold it back (frame-checks.ts); null otherwise. */
+  checkOut: ((text: string) => boolean) | null = null;
 
   constructor(
     readonly id: number,
@@ -40,6 +42,7 @@ export class Session {
   /** `sent` counts the frame's type (MetricHooks.frameOut, resolved once per encoded frame). */
   sendText(text: string, sent: Tally): void {
     if (this.socket.readyState !== 1) return;
+    if (this.checkOut !== null && !this.checkOut(text)) return;
     this.socket.send(text);
     sent.n++;
   }
@@ -62,6 +65,9 @@ export class SessionRegistry {
    */
   reach: (playerId: string, frame: ServerFrame) => number = (playerId, frame) => this.push(playerId, frame);
 
+  /** Handed to every socket added (Session.checkOut): set once at start, when `response_checks` is on. */
+  checkOut: ((text: string) => boolean) | null = null;
+
   /** The node's metric hooks, for everything that writes to these sockets. */
   constructor(readonly metrics: MetricHooks = NO_METRICS) {}
 
@@ -70,6 +76,7 @@ export class SessionRegistry {
   }
 
   add(session: Session): void {
+    session.checkOut = this.checkOut;
     this.#all.add(session);
   }
 

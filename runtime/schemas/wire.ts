@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { chatFrames, chatPushes } from './chat';
+import { ErrorObject } from './common';
 import { dmFrames, dmPushes } from './dm';
 import type { ClientFrameContract, PushContract } from './frame-contract';
 import { matchFrames, matchPushes } from './matches';
@@ -29,3 +31,10 @@ export const clientFrames: readonly ClientFrameContract[] = [
 ];
 
 export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...worldPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes, ...votePushes];
+
+/** Every `error` frame's payload: the failure of a client frame, or a notice without its `cid`. */
+export const ErrorFramePayload = z.object({
+  type: z.string().optional(),
+  reason: z.string(),
+  error: ErrorObject.shape.error,
+});

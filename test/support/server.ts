@@ -67,6 +67,13 @@ export async function startTestServer(raw: RawSettings = {}, options: TestServer
   return {
     ...running,
     logs,
+    // With response_checks on, a frame that failed its published schema was held back and logged:
+    // the test that owns the server fails here even if nothing waited for that frame.
+    async close() {
+      await running.close();
+      const drift = logs.filter((l) => l.event === 'frame_check_failed');
+      if (drift.length > 0) throw new Error(`frames that fail their published schema: ${drift.map((l) => `${String(l.frame_type)} (${String(l.problem)})`).join('; ')}`);
+    },
     async call(method, path, opts = {}) {
       return answerOf(await fetch(running.url + path, requestInit(method, opts)));
     },
