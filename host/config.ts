@@ -33,6 +33,8 @@ const envSchema = z.object({
   // Pub/sub channels ignore the database number in the URL: fleets sharing one Redis need their own prefix.
   REDIS_PREFIX: z.string().min(1).max(64).default('svc:'),
   SVC_NODE_ID: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 letters, digits, _ . -').optional(),
+  // Production mode: the production image sets it. Any other value (or none) is development.
+  NODE_ENV: z.string().optional(),
 });
 
 export const DEFAULT_GAME_DIR = 'examples/demo-game';
@@ -61,6 +63,7 @@ environment:
   REDIS_URL         Redis of the fleet (redis://...); unset, the node stands alone
   REDIS_PREFIX      prefix of the fleet's Redis keys and channel (default svc:)
   SVC_NODE_ID       this node's name in the fleet (default host-pid-random)
+  NODE_ENV          production: dev_errors stays off whatever the settings say
 `;
 
 /** Flags by node's own parser: `--config file` and `--config=file`; anything unknown is refused. */
@@ -103,7 +106,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
       throw new SettingsError('--config', `${configFile} is not valid JSON: ${(err as Error).message}`);
     }
   }
-  const { settings, notices } = parseSettings(raw);
+  const parsed = parseSettings(raw);
+  const notices = parsed.notices;
+  let settings = parsed.settings;
+  // Script errors carry script paths and messages: production keeps them server-side whatever the file says.
+  if (e.NODE_ENV === 'production' && settings.dev_errors) {
+    settings = { ...settings, dev_errors: false };
+    notices.push({ key: 'dev_errors', message: 'ignored: NODE_ENV is production, where script errors stay in the log' });
+  }
   return {
     port: e.PORT,
     host: e.HOST,

@@ -63,7 +63,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
     ttlMs: settings.auth_cache_ttl_ms,
   });
   const clientGate = await loadClientGate(settings.client_gate);
-  const extensions = await loadExtensions(settings.extensions, { db: database.db, log, clock });
+  const extensions = await loadExtensions(settings.extensions, { db: database.db, log, clock, live: options.live });
   // Leave a core to the event loop: a storm of logins queues for the others.
   const passwords = passwordHasher({
     iterations: () => settings.pbkdf2_iterations,

@@ -77,6 +77,18 @@ describe('host configuration', () => {
     expect(loadConfig(['--config', a], { SVC_CONFIG: b }).settings.registration).toBe('closed');
   });
 
+  it('keeps dev_errors off unless set, and off in production (NODE_ENV=production) whatever the file says, with a notice', () => {
+    expect(loadConfig([], {}).settings.dev_errors).toBe(false);
+    const on = file('dev.json', JSON.stringify({ dev_errors: true }));
+    expect(loadConfig(['--config', on], {}).settings.dev_errors).toBe(true);
+    expect(loadConfig(['--config', on], { NODE_ENV: 'development' }).settings.dev_errors).toBe(true);
+    const production = loadConfig(['--config', on], { NODE_ENV: 'production' });
+    expect(production.settings.dev_errors).toBe(false);
+    expect(production.notices).toContainEqual({ key: 'dev_errors', message: expect.stringContaining('production') });
+    expect(loadConfig([], { NODE_ENV: 'production' }).notices).toEqual([]);
+    expect(() => parseSettings({ dev_errors: 'yes' })).toThrow(/dev_errors/);
+  });
+
   it('takes deployment basics from the environment with their defaults', () => {
     const c = loadConfig([], {}, '/srv/app');
     expect(c).toMatchObject({ port: 8084, host: '0.0.0.0', databaseUrl: null, dataDir: '/srv/app/data', gameDir: '/srv/app/examples/demo-game' });

@@ -134,6 +134,16 @@ export interface components {
             reason: string;
             type?: string;
         };
+        "server.game.error": {
+            /** @description the callback that failed, `handle_input` */
+            callback: string;
+            /** @description the Lua error, or which limit the callback reached */
+            message: string;
+            /** @constant */
+            module: "lua";
+            /** @description the script file, relative to the game directory (e.g. `arena.lua`) */
+            script: string;
+        };
         "server.game.message": {
             message: unknown;
             /** @constant */
@@ -300,6 +310,26 @@ export interface components {
         "server.matchmaker.removed": {
             /** @constant */
             success: true;
+        };
+        "server.module.error": {
+            /** @description the callback that failed, `handle_input` */
+            callback: string;
+            /** @description the Lua error, or which limit the callback reached */
+            message: string;
+            /** @constant */
+            module: "lua";
+            /** @description the script file, relative to the game directory (e.g. `arena.lua`) */
+            script: string;
+        };
+        "server.module.event": {
+            /** @description always an object, encoded under 64 KiB */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description `<domain>.<name>`, at most 64 bytes, each part of `A-Z a-z 0-9 _ -` */
+            event: string;
+            /** @description the extension that sent it */
+            module: string;
         };
         "server.module.message": {
             message: unknown;
@@ -689,6 +719,7 @@ export interface ReplyFrames {
 export interface PushFrames {
     "chat.message": components["schemas"]["server.chat.message"];
     "dm.message": components["schemas"]["server.dm.message"];
+    "game.error": components["schemas"]["server.game.error"];
     "game.message": components["schemas"]["server.game.message"];
     "match.finished": components["schemas"]["server.match.finished"];
     "match.matched": components["schemas"]["server.match.matched"];
@@ -699,6 +730,8 @@ export interface PushFrames {
     "match.vote_start": components["schemas"]["server.match.vote_start"];
     "match.vote_tally": components["schemas"]["server.match.vote_tally"];
     "match.vote_vetoed": components["schemas"]["server.match.vote_vetoed"];
+    "module.error": components["schemas"]["server.module.error"];
+    "module.event": components["schemas"]["server.module.event"];
     "module.message": components["schemas"]["server.module.message"];
     "notification.new": components["schemas"]["server.notification.new"];
     "presence.updated": components["schemas"]["server.presence.updated"];

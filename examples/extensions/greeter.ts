@@ -1,8 +1,9 @@
 import { ApiError } from '../../runtime/contracts/errors';
-import { ExtensionError, ExtensionRefusal, type Extension } from '../../runtime/extensions/extension';
+import { ExtensionError, ExtensionRefusal, type Extension, type ExtensionHost } from '../../runtime/extensions/extension';
 
 /**
- * An example extension: players keep a greeting, operators read or clear
+ * An example extension: players keep a greeting and wave it at each other
+ * (a `module.event` pushed to the other player), operators read or clear
  * it and may put a player on hold, which makes every erasure of that player
  * refuse (as a legal hold would). It keeps its data in memory to stay short;
  * a real extension keeps it in its own table and erases it with `on.trx`, so
@@ -10,6 +11,8 @@ import { ExtensionError, ExtensionRefusal, type Extension } from '../../runtime/
  */
 
 const greetings = new Map<string, string>();
+/** What the node lent at boot; `wave` pushes through it. */
+let host: ExtensionHost | null = null;
 const held = new Set<string>();
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -36,6 +39,15 @@ const greeter: Extension = {
     },
     hello: {
       handle: (_params, call) => ({ text: greetings.get(call.playerId) ?? 'Hello!' }),
+    },
+    // The other player, online on any node, receives module.event greeter.waved with the caller's greeting.
+    wave: {
+      codes: ['rpc.invalid_params'],
+      handle: (params, call) => {
+        if (typeof params.player_id !== 'string' || !UUID.test(params.player_id)) throw new ApiError('rpc.invalid_params', 'player_id must be a uuid.');
+        host?.pushEvent(params.player_id, 'greeter.waved', { from: call.playerId, text: greetings.get(call.playerId) ?? 'Hello!' });
+        return {};
+      },
     },
   },
   actions: {
@@ -71,6 +83,9 @@ const greeter: Extension = {
         return { player_id: id, held: held.has(id) };
       },
     },
+  },
+  setup: (lent) => {
+    host = lent;
   },
   export: (playerId) => ({ greeting: greetings.get(playerId) ?? null, held: held.has(playerId) }),
   erase: (playerId) => {

@@ -4,6 +4,8 @@ import type { Extension, ExtensionHost } from '../../runtime/extensions/extensio
 import { manifestProblems } from '../../runtime/extensions/extension';
 import { InstalledExtensions, NO_EXTENSIONS } from '../../runtime/extensions/installed';
 import { SettingsError } from '../../runtime/contracts/settings';
+import type { LiveState } from '../../runtime/contracts/live';
+import { eventPush } from '../../runtime/extensions/events';
 
 /**
  * Loads the `extensions` setting's modules (paths relative to the working
@@ -12,7 +14,11 @@ import { SettingsError } from '../../runtime/contracts/settings';
  * running without an extension the operator installed would skip its erase
  * hook and its guarded actions, the silent opposite of failing closed.
  */
-export async function loadExtensions(modulePaths: readonly string[], host: ExtensionHost, cwd = process.cwd()): Promise<InstalledExtensions> {
+export async function loadExtensions(
+  modulePaths: readonly string[],
+  host: Omit<ExtensionHost, 'pushEvent'> & { live: Pick<LiveState, 'push'> },
+  cwd = process.cwd(),
+): Promise<InstalledExtensions> {
   if (modulePaths.length === 0) return NO_EXTENSIONS;
   const loaded: Extension[] = [];
   for (const [i, modulePath] of modulePaths.entries()) {
@@ -31,7 +37,7 @@ export async function loadExtensions(modulePaths: readonly string[], host: Exten
   }
   for (const [i, ext] of loaded.entries()) {
     try {
-      await ext.setup?.({ ...host, log: host.log.child({ extension: ext.name }) });
+      await ext.setup?.({ db: host.db, clock: host.clock, log: host.log.child({ extension: ext.name }), pushEvent: eventPush(ext.name, host.live) });
     } catch (err) {
       throw new SettingsError(`extensions.${i}`, `${modulePaths[i]}: setup of ${ext.name} failed: ${(err as Error).message}`);
     }

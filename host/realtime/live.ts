@@ -15,7 +15,7 @@ import { Matchmaker } from './matchmaker';
 import { BotFill } from './bot-fill';
 import { PresenceHost } from './presence-host';
 import { RpcRegistry, type RpcHandler } from './rpc';
-import { awaitedScriptBindings, scriptBindings, scriptSend } from './script-bindings';
+import { awaitedScriptBindings, scriptBindings, scriptErrorSend, scriptSend } from './script-bindings';
 import { Gateway } from './gateway';
 import { outboundFrameCheck } from './frame-checks';
 import { frameTable } from './frame-table';
@@ -98,9 +98,11 @@ export class LiveHost implements LiveState {
       kinds: LANE_KINDS,
     });
     const send = scriptSend(gateway.sessions, ctx.settings.ws_legacy_game_frames);
+    const scriptError = scriptErrorSend(gateway.sessions, ctx.settings);
     pool.subscribe('lane', (e) => {
       if (e.k === 'log') return ctx.log[e.level](e.event, e.fields);
       if (e.k === 'send') return send(e.playerId, e.message);
+      if (e.k === 'script_error') return scriptError(e.playerId, e.error);
       for (const [kind, count] of Object.entries(e.counts)) metrics.luaFailure(kind as FailureKind, count);
     });
     // The lanes' one clock: matches and worlds tick on it, and each slot's batch goes out after the slot.

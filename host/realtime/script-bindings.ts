@@ -1,6 +1,7 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import { ApiError } from '../../runtime/contracts/errors';
-import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptServices } from '../../runtime/lua/host-interface';
+import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptErrorReport, ScriptServices } from '../../runtime/lua/host-interface';
+import type { Settings } from '../../runtime/contracts/settings';
 import { economyBindings } from '../../runtime/economy/bindings';
 import { receiptBindings } from '../../runtime/receipts/bindings';
 import { storageBindings } from '../../runtime/storage/bindings';
@@ -35,6 +36,22 @@ export function scriptSend(sessions: SessionRegistry, legacyFrames: boolean): Sc
     const payload = { module: 'lua', message };
     if (legacyFrames) sessions.reach(playerId, { type: 'game.message', payload });
     sessions.reach(playerId, { type: 'module.message', payload });
+  };
+}
+
+/**
+ * Development errors: the player whose input a callback failed on gets
+ * `module.error {module: "lua", callback, script, message}`, after its
+ * deprecated twin `game.error` unless `ws_legacy_game_frames` is false, on
+ * whichever node holds its sockets. With `dev_errors` off (the default, and
+ * always in production) the report is dropped here: the failure is in the log.
+ */
+export function scriptErrorSend(sessions: SessionRegistry, settings: Pick<Settings, 'dev_errors' | 'ws_legacy_game_frames'>): (playerId: string, error: ScriptErrorReport) => void {
+  if (!settings.dev_errors) return () => {};
+  return (playerId, error) => {
+    const payload = { module: 'lua', callback: error.callback, script: error.script, message: error.message };
+    if (settings.ws_legacy_game_frames) sessions.reach(playerId, { type: 'game.error', payload });
+    sessions.reach(playerId, { type: 'module.error', payload });
   };
 }
 

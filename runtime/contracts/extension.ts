@@ -98,4 +98,14 @@ export interface ExtensionHost {
   db: Db;
   log: Logger;
   clock: Clock;
+  /**
+   * Pushes `module.event {module: <this extension's name>, event, data}` to
+   * every socket of the player, on whichever node of the fleet holds them
+   * (nothing when the player is offline; nothing is kept for later).
+   * `event` is `<domain>.<name>`, at most 64 bytes, each part 1+ of
+   * `A-Z a-z 0-9 _ -`; `data` a JSON object encoding under 64 KiB. Anything
+   * else throws, as a defect of the extension (an RPC method answers
+   * `internal`).
+   */
+  pushEvent(playerId: string, event: string, data: Record<string, unknown>): void;
 }

@@ -163,6 +163,11 @@ const rawSchema = z
     ws_idle_timeout_ms: positiveInt.default(60_000),
     /** `game.send` also pushes the deprecated `game.message` twin, before `module.message`, as the asobi family does by default. */
     ws_legacy_game_frames: z.boolean().default(true),
+    /**
+     * Development errors: a failing `handle_input` also sends its player `module.error` (and the `game.error`
+     * twin). Off by default, and forced off when NODE_ENV is `production` (host/config.ts).
+     */
+    dev_errors: z.boolean().default(false),
     /** Live matches this node runs at once. */
     match_max: positiveInt.default(1000),
     /** Live worlds on this node, and live worlds one player may have created. */

@@ -206,6 +206,18 @@ export interface ScriptServices {
   bindings?: ScriptBindings;
   /** Told of every failed callback, including those the `script_log` limit keeps out of the log (the host counts them). */
   failed?(kind: FailureKind): void;
+  /**
+   * A callback failed on this player's input (`handle_input`), at most once a second per match or zone;
+   * the host sends it to the player as `module.error` when development errors are on, and drops it otherwise.
+   */
+  scriptError?(playerId: string, error: ScriptErrorReport): void;
+}
+
+/** The payload of `module.error` but its `module`: which callback of which file failed, and how. */
+export interface ScriptErrorReport {
+  callback: string;
+  script: string;
+  message: string;
 }
 
 /** An instance (a match, a world and its zones) has players to broadcast to. */

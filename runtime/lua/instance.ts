@@ -76,6 +76,8 @@ export abstract class ScriptInstance<Callback extends string> {
   #revision: number | undefined;
   readonly #suppressed = new Map<string, number>();
   #limitFailure: { callback: Callback | 'reload'; kind: LimitKind } | null = null;
+  /** When this VM last told a player of a failed input (ScriptServices.scriptError). */
+  #toldAt = -Infinity;
 
   protected constructor(options: InstanceOptions) {
     this.#source = options.source;
@@ -237,6 +239,18 @@ export abstract class ScriptInstance<Callback extends string> {
     lua.lua_settop(this.L, 0);
     this.report(callback, kind, message);
     return { ok: false, kind, message };
+  }
+
+  /**
+   * The player whose input failed hears of it (development errors; the host decides whether it is sent), at
+   * most once a second from this VM, as on the reference server, so a broken script cannot flood its players.
+   */
+  protected tellPlayer(playerId: string, callback: Callback, message: string): void {
+    if (!this.services.scriptError) return;
+    const now = this.services.clock.now();
+    if (now - this.#toldAt < 1000) return;
+    this.#toldAt = now;
+    this.services.scriptError(playerId, { callback, script: this.file, message: message.slice(0, 500) });
   }
 
   /** `lua_callback_failed`, 3 lines per 10 s per call site (group `script_log`). */

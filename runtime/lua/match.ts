@@ -156,7 +156,11 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
       pushStringObject(this.L, this.roster.get(playerId) ?? stringObject(playerId));
       pushJson(this.L, input);
       this.pushState();
-      if (!this.stateCall('handle_input', 3, this.budgets.light, this.budgets.lightMs).ok) inputFailures++;
+      const out = this.stateCall('handle_input', 3, this.budgets.light, this.budgets.lightMs);
+      if (!out.ok) {
+        inputFailures++;
+        this.tellPlayer(playerId, 'handle_input', out.message);
+      }
     }
     if (this.stale()) {
       // A reload (once per edit) has its own deadline; the tick and views then get a fresh one.

@@ -423,8 +423,8 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
         pushJson(L, JSON.parse(before));
         this.entities.store();
       }
-      if (out.ok) this.fail('handle_input', 'malformed', 'handle_input must return the entity table');
-      else this.fail('handle_input', out.kind, out.message);
+      const failed = out.ok ? this.fail('handle_input', 'malformed', 'handle_input must return the entity table') : this.fail('handle_input', out.kind, out.message);
+      if (!failed.ok) this.tellPlayer(playerId, 'handle_input', failed.message);
     }
     lua.lua_settop(L, 0);
     return consumed;

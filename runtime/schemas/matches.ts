@@ -232,9 +232,6 @@ export const matchInput = clientFrame({
 
 export const matchFrames = [matchList, matchJoin, matchFindOrCreate, matchLeave, matchInput];
 
-/** What `game.send` delivers, under `module.message` and its legacy twin alike. */
-const ScriptMessage = z.object({ module: z.literal('lua'), message: z.unknown() });
-
 export const matchPushes: PushContract[] = [
   {
     type: 'match.state',
@@ -246,15 +243,5 @@ export const matchPushes: PushContract[] = [
     type: 'match.<event>',
     summary: 'A script broadcast to everyone in the match (`game.broadcast`); the event is 1-64 of `A-Z a-z 0-9 _ -` and never a name the server uses.',
     payload: JsonObject,
-  },
-  {
-    type: 'module.message',
-    summary: 'A game script\'s message to this one player (`game.send`).',
-    payload: ScriptMessage,
-  },
-  {
-    type: 'game.message',
-    summary: 'Deprecated twin of `module.message`, sent just before it with the same payload unless `ws_legacy_game_frames` is false.',
-    payload: ScriptMessage,
   },
 ];

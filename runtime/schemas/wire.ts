@@ -5,6 +5,7 @@ import { dmFrames, dmPushes } from './dm';
 import type { ClientFrameContract, PushContract } from './frame-contract';
 import { matchFrames, matchPushes } from './matches';
 import { matchmakerFrames, matchmakerPushes } from './matchmaker';
+import { modulePushes } from './modules';
 import { notificationPushes } from './notifications';
 import { presenceFrames, presencePushes } from './presence';
 import { rpcFrames } from './rpc';
@@ -30,7 +31,7 @@ export const clientFrames: readonly ClientFrameContract[] = [
   ...voteFrames,
 ];
 
-export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...worldPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes, ...votePushes];
+export const serverPushes: readonly PushContract[] = [...matchmakerPushes, ...matchPushes, ...modulePushes, ...worldPushes, ...chatPushes, ...dmPushes, ...notificationPushes, ...presencePushes, ...votePushes];
 
 /** Every `error` frame's payload: the failure of a client frame, or a notice without its `cid`. */
 export const ErrorFramePayload = z.object({

@@ -12,7 +12,7 @@
  * are the engine's own: answers, logs, failure counts and sends to a player,
  * whichever kind caused them.
  */
-import type { FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptRpcResult } from '../../../runtime/lua/host-interface';
+import type { FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptErrorReport, ScriptRpcResult } from '../../../runtime/lua/host-interface';
 import type { MessagePort } from 'node:worker_threads';
 import type { LogFields, LogLevel } from '../../../runtime/platform/log';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
@@ -60,6 +60,8 @@ export type Answer = CreateAnswer | JoinResult | ScriptRpcResult | WorldJoinAnsw
 export type LaneWideEvent =
   | { kind: 'lane'; k: 'answer'; req: number; answer: Answer }
   | { kind: 'lane'; k: 'send'; playerId: string; message: JsonValue }
+  /** A callback failed on this player's input: `module.error` when development errors are on (host/realtime/live.ts). */
+  | { kind: 'lane'; k: 'script_error'; playerId: string; error: ScriptErrorReport }
   | { kind: 'lane'; k: 'log'; level: LogLevel; event: string; fields: LogFields }
   /** Failed Lua callbacks of one batch by reason class, logged or not (the metrics listener counts them). */
   | { kind: 'lane'; k: 'failures'; counts: Partial<Record<FailureKind, number>> };

@@ -121,6 +121,7 @@ export class MatchLane implements LaneHandler<MatchCommand> {
           broadcast: (leaf, payload) =>
             lane.emit({ kind: 'match', k: 'broadcast', matchId, text: `{"type":${JSON.stringify(`match.${leaf}`)},"payload":${JSON.stringify(payload)}}` }),
           send: (playerId, message) => lane.emit({ kind: 'lane', k: 'send', playerId, message }),
+          scriptError: (playerId, error) => lane.emit({ kind: 'lane', k: 'script_error', playerId, error }),
           failed: lane.failed,
           setJoinable: (joinable) => lane.emit({ kind: 'match', k: 'joinable', matchId, joinable }),
           bots: (op, name) => lane.emit({ kind: 'match', k: 'bots', matchId, op, name }),

@@ -92,6 +92,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
         bindings: lane.bindings,
         send: (playerId, message) => lane.emit({ kind: 'lane', k: 'send', playerId, message }),
         failed: lane.failed,
+        scriptError: (playerId, error) => lane.emit({ kind: 'lane', k: 'script_error', playerId, error }),
       },
       recovery,
     );

@@ -9,7 +9,7 @@
 import type { RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { Logger } from '../../../runtime/platform/log';
-import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
+import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptServices, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
 import { lua } from '../../../runtime/lua/vm';
 import { asObjectJson, isObjectJson } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';
@@ -45,6 +45,8 @@ export interface WorldRunOptions {
   send(playerId: string, message: JsonValue): void;
   /** Every failed callback of the world's VMs (ScriptServices.failed). */
   failed?(kind: FailureKind): void;
+  /** A zone's `handle_input` failed on a player's input (ScriptServices.scriptError). */
+  scriptError?: ScriptServices['scriptError'];
 }
 
 /** What a persistent world left in the database, to start from after a restart. */
@@ -517,6 +519,7 @@ export class WorldRun {
       bindings: o.bindings,
       send: o.send,
       ...(o.failed ? { failed: o.failed } : {}),
+      ...(o.scriptError ? { scriptError: o.scriptError } : {}),
       broadcast: (leaf, payload) => this.#broadcast(leaf, payload),
       terrain: this.#terrainAccess(),
       spawn: (template, sx, sy, overrides) => {
