@@ -163,6 +163,15 @@ export class WorldVm extends ScriptInstance<WorldCallback> {
     return at;
   }
 
+  /**
+   * Hot reload at the start of a world tick, before its zones step, so what
+   * the edit declares holds for the whole tick; true when the new body was
+   * taken (a broken file keeps the old code and answers false).
+   */
+  reloadIfStale(): boolean {
+    return this.stale() && this.reload().ok;
+  }
+
   /** `post_tick(tick, state)` under the tick's own deadline; then `_finished`/`_result` and `_vote`. */
   postTick(tick: number): PostTick {
     if (this.stale()) this.reevaluate();

@@ -49,6 +49,12 @@ export interface WorldRunOptions {
   scriptError?: ScriptServices['scriptError'];
 }
 
+/** One spawn template: the entity's fields, and for the reference's `{type, base_state}` shape the type that wins over overrides. */
+interface SpawnTemplate {
+  fields: JsonObject;
+  type?: JsonValue;
+}
+
 /** What a persistent world left in the database, to start from after a restart. */
 export interface WorldRecovery {
   zones: ZoneSnapshot[];
@@ -110,7 +116,8 @@ export class WorldRun {
   /** Which zone last published each entity (for `game.zone.apply`). */
   readonly #entityZone = new Map<string, ZoneKey>();
   readonly #seeds: JsonObject;
-  readonly #templates: Record<string, JsonObject>;
+  /** Spawn templates as `game.zone.spawn` lays them out (#readTemplates); read again when the script is reloaded. */
+  #templates: Record<string, SpawnTemplate> = {};
   readonly #terrain: TerrainStore | null;
   readonly #phases: PhaseClock | null;
   #phasePushedAt = 0;
@@ -127,13 +134,7 @@ export class WorldRun {
     this.#o = options;
     this.settings = options.mode.world!;
     this.#vm = vm;
-    const templates = vm.declaration('spawn_templates');
-    this.#templates = {};
-    if (isObjectJson(templates))
-      for (const [id, t] of Object.entries(templates)) {
-        const template = asObjectJson(t);
-        if (template) this.#templates[id] = template;
-      }
+    this.#readTemplates();
     const terrain = terrainProvider(vm.declaration('terrain_provider'), options.source, options.seed);
     if (!terrain.ok) options.log.warn('world_terrain_refused', { world_id: options.worldId, mode: options.mode.name, problem: terrain.problem });
     this.#terrain = terrain.ok && terrain.provider ? new TerrainStore(terrain.provider, this.settings.grid_size) : null;
@@ -142,6 +143,24 @@ export class WorldRun {
     for (const problem of phases.problems) options.log.warn('world_phases_problem', { world_id: options.worldId, mode: options.mode.name, problem });
     this.#phases = phases.phases.length > 0 ? new PhaseClock(phases.phases, Date.now()) : null;
     this.#seeds = vm.generateWorld(options.seed);
+  }
+
+  /**
+   * `spawn_templates({})`. A template with a `base_state` table is the
+   * reference runtime's shape: the entity is that table's fields (so a
+   * script reads `e.health`), then the overrides, then the template's `type`.
+   * Any other template is flat: its own fields, then the overrides.
+   */
+  #readTemplates(): void {
+    const declared = this.#vm.declaration('spawn_templates');
+    this.#templates = {};
+    if (!isObjectJson(declared)) return;
+    for (const [id, t] of Object.entries(declared)) {
+      const template = asObjectJson(t);
+      if (!template) continue;
+      const base = isObjectJson(template.base_state) ? template.base_state : null;
+      this.#templates[id] = base ? { fields: base, type: template.type } : { fields: template };
+    }
   }
 
   /** Builds the world VM, reads its declarations and runs `init`; null when any of that fails. */
@@ -300,6 +319,8 @@ export class WorldRun {
   step(now: number): void {
     this.#tick++;
     const tick = this.#tick;
+    // An edited script is taken before the zones step, so the templates it adds are spawnable on this very tick.
+    if (this.#vm.reloadIfStale()) this.#readTemplates();
     for (const zone of [...this.#zones.values()]) this.#zoneStep(zone, tick);
     this.#applySpawns();
     this.#crossings();
@@ -523,11 +544,11 @@ export class WorldRun {
       broadcast: (leaf, payload) => this.#broadcast(leaf, payload),
       terrain: this.#terrainAccess(),
       spawn: (template, sx, sy, overrides) => {
-        const fields = this.#templates[template];
-        if (!fields) return false;
+        const t = this.#templates[template];
+        if (!t) return false;
         // Unique across restarts: a recovered world's entities keep the ids they were saved with.
         const id = `${template}-${o.ids.uuid()}`;
-        this.#spawns.push({ id, entity: { ...fields, ...overrides, x: sx, y: sy } });
+        this.#spawns.push({ id, entity: { ...t.fields, ...overrides, ...(t.type !== undefined ? { type: t.type } : {}), x: sx, y: sy } });
         return true;
       },
       despawn: (id) => void this.#despawns.push(id),
