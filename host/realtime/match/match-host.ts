@@ -94,6 +94,9 @@ export class MatchHost implements LiveMatches {
   readonly #bots: MatchBots<LiveMatch>;
   readonly #stateSent: Tally;
   #skippedSinceLog = 0;
+  /** Joins in flight per player, and the players whose last socket closed during one (#joinLanded). */
+  readonly #joins = new Map<string, number>();
+  readonly #goneWhileJoining = new Set<string>();
   #skipLoggedAt = 0;
 
   constructor(
@@ -109,8 +112,12 @@ export class MatchHost implements LiveMatches {
     this.#stateSent = sessions.metrics.frameOut('match.state');
     this.#votes = new MatchVotes(ctx, sessions, pool, (playerId) => this.#byPlayer.get(playerId));
     this.#bots = new MatchBots(ctx, this, this.#votes);
-    // A player whose last socket closed leaves the match (no reconnect grace for matches).
-    sessions.onPlayerGone((playerId) => this.leave(playerId));
+    // A player whose last socket closed leaves the match (no reconnect grace for matches). During a
+    // join the goodbye finds no match yet: it is remembered and said when the join lands (#joinLanded).
+    sessions.onPlayerGone((playerId) => {
+      if (this.#joins.has(playerId)) this.#goneWhileJoining.add(playerId);
+      this.leave(playerId);
+    });
   }
 
   get size(): number {
@@ -204,11 +211,26 @@ export class MatchHost implements LiveMatches {
     if (match.status === 'paused') throw new FrameError('match_paused');
     const joined = this.#join(match, playerId, ctx);
     match.joining.set(playerId, joined);
+    this.#joins.set(playerId, (this.#joins.get(playerId) ?? 0) + 1);
     try {
       return await joined;
     } finally {
       match.joining.delete(playerId);
+      this.#joinLanded(playerId);
     }
+  }
+
+  /**
+   * A player whose last socket closed while the lane ran `join` (match.join,
+   * find_or_create, the matchmaker) leaves now, or it would hold a place for
+   * good. Only a goodbye heard during the join counts: bots and players
+   * matched over REST never had a socket here, and stay.
+   */
+  #joinLanded(playerId: string): void {
+    const left = (this.#joins.get(playerId) ?? 1) - 1;
+    if (left > 0) return void this.#joins.set(playerId, left);
+    this.#joins.delete(playerId);
+    if (this.#goneWhileJoining.delete(playerId) && !this.sessions.has(playerId)) this.leave(playerId);
   }
 
   async #join(match: LiveMatch, playerId: string, ctx: JsonObject): Promise<JoinedInfo> {

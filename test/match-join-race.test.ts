@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gameDir } from './support/game-dir';
+import { startTestServer, type TestServer } from './support/server';
+import { connectPlayer, type TestSocket } from './support/ws-client';
+
+/**
+ * A socket that closes while its player's join is in flight (`match.join`,
+ * `match.find_or_create`, or the matchmaker's join of the ticket's match)
+ * must not leave the player in the match for good: the script's own count,
+ * which `leave` lowers, is what the players still connected see. Each
+ * `join` spins, so the close reaches the node while the lane runs it.
+ * Players matched over REST, who never had a socket, stay in.
+ */
+
+const ROOM = `
+match_size = 1
+max_players = 4
+quick_play = true
+function init(config) return { count = 0, joins = 0 } end
+function join(player_id, state, ctx)
+  if ctx and ctx.spin then for i = 1, ctx.spin do end end
+  state.count = state.count + 1
+  state.joins = state.joins + 1
+  return state
+end
+function leave(player_id, state) state.count = state.count - 1 return state end
+function handle_input(player_id, input, state) return state end
+function tick(state) return state end
+function get_state(player_id, state) return { count = state.count, joins = state.joins } end
+`;
+
+// The matchmaker joins a group's players one after another: the second one's join spins.
+const DUO = `
+match_size = 2
+max_players = 2
+function init(config) return { count = 0, joins = 0 } end
+function join(player_id, state)
+  if state.count == 1 then for i = 1, ${'SPIN'} do end end
+  state.count = state.count + 1
+  state.joins = state.joins + 1
+  return state
+end
+function leave(player_id, state) state.count = state.count - 1 return state end
+function handle_input(player_id, input, state) return state end
+function tick(state) return state end
+function get_state(player_id, state) return { count = state.count, joins = state.joins } end
+`;
+
+// Tens of milliseconds, well inside the 200 ms a join may take (a join cut short would prove nothing).
+const SPIN = 2_000_000;
+const game = gameDir({ 'config.lua': 'return { room = "room.lua", duo = "duo.lua" }', 'room.lua': ROOM, 'duo.lua': DUO.replace('SPIN', String(SPIN)) });
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer(
+    { lua_instruction_budget: { init_tick: 1_000_000, other: 5_000_000 }, matchmaker_tick_ms: 20 },
+    { gameDir: game.dir },
+  );
+});
+afterAll(async () => {
+  await s.close();
+  game.remove();
+});
+
+/**
+ * What the match's script reports to `socket` after a second and a half: `joins` counts every join
+ * that landed (so the leaver's join did run to its end), `count` the players still in.
+ */
+async function settled(socket: TestSocket): Promise<{ count: number; joins: number }> {
+  await new Promise((r) => setTimeout(r, 1500));
+  socket.frames.splice(0);
+  const { count, joins } = (await socket.next('match.state', 5000)).payload;
+  return { count, joins };
+}
+
+async function ownerInRoom() {
+  const owner = await connectPlayer(s, 'owner');
+  const joined = await owner.socket.request('match.find_or_create', { mode: 'room' });
+  expect(joined.type).toBe('match.joined');
+  return { ...owner, matchId: joined.payload.match_id as string };
+}
+
+describe('a socket that closes while its join is in flight', () => {
+  it('match.join: the player does not stay in the match', async () => {
+    const owner = await ownerInRoom();
+    const leaver = await connectPlayer(s, 'leaver');
+    leaver.socket.send({ type: 'match.join', payload: { match_id: owner.matchId, ctx: { spin: 1_000_000 } } });
+    await new Promise((r) => setTimeout(r, 5));
+    leaver.socket.close();
+    expect(await settled(owner.socket)).toEqual({ count: 1, joins: 2 });
+    await owner.socket.request('match.leave');
+    owner.socket.close();
+  }, 30_000);
+
+  it('match.find_or_create: the player does not stay in the match', async () => {
+    const owner = await ownerInRoom();
+    const leaver = await connectPlayer(s, 'leaver');
+    leaver.socket.send({ type: 'match.find_or_create', payload: { mode: 'room', ctx: { spin: 1_000_000 } } });
+    await new Promise((r) => setTimeout(r, 5));
+    leaver.socket.close();
+    expect(await settled(owner.socket)).toEqual({ count: 1, joins: 2 });
+    await owner.socket.request('match.leave');
+    owner.socket.close();
+  }, 30_000);
+
+  it("the matchmaker's join: the player does not stay in the match it was grouped into", async () => {
+    const stayer = await connectPlayer(s, 'stayer');
+    const leaver = await connectPlayer(s, 'leaver');
+    // Queue order is join order: the leaver's join is the second, the one that spins.
+    expect((await stayer.socket.request('matchmaker.add', { mode: 'duo' })).type).toBe('matchmaker.queued');
+    expect((await leaver.socket.request('matchmaker.add', { mode: 'duo' })).type).toBe('matchmaker.queued');
+    // The matchmaker groups them within 20 ms; the stayer's join is quick, the leaver's spins.
+    await new Promise((r) => setTimeout(r, 30));
+    leaver.socket.close();
+    const matched = await stayer.socket.next('match.matched', 15_000);
+    expect(matched.payload.players).toEqual([stayer.playerId, expect.any(String)]);
+    expect(await settled(stayer.socket)).toEqual({ count: 1, joins: 2 });
+    stayer.socket.close();
+  }, 30_000);
+
+  it('a player matched over REST, with no socket, stays in its match', async () => {
+    const stayer = await connectPlayer(s, 'stayer');
+    const restOnly = await connectPlayer(s, 'rest');
+    restOnly.socket.close();
+    await restOnly.socket.closed;
+    expect((await stayer.socket.request('matchmaker.add', { mode: 'duo' })).type).toBe('matchmaker.queued');
+    expect((await s.call('POST', '/api/v1/matchmaker', { token: restOnly.token, body: { mode: 'duo' } })).status).toBe(200);
+    await stayer.socket.next('match.matched', 15_000);
+    expect(await settled(stayer.socket)).toEqual({ count: 2, joins: 2 });
+    stayer.socket.close();
+  }, 30_000);
+});
