@@ -383,3 +383,27 @@ describe('a socket that closes while its world.join is in flight', () => {
     owner.socket.close();
   }, 30_000);
 });
+
+describe("a joiner's first world.tick", () => {
+  it('arrives after its world.joined reply, for world.create and world.join alike, keyframe first', async () => {
+    const a = await connectPlayer(s);
+    const framesA = recordFrames(a.socket);
+    const created = await a.socket.request('world.create', { mode: 'walkers' });
+    expect(created.type).toBe('world.joined');
+    const b = await connectPlayer(s);
+    const framesB = recordFrames(b.socket);
+    expect((await b.socket.request('world.join', { world_id: created.payload.world_id })).type).toBe('world.joined');
+    await b.socket.next('world.tick');
+    for (const frames of [framesA, framesB]) {
+      const reply = frames.findIndex((f) => f.type === 'world.joined');
+      const firstTick = frames.findIndex((f) => f.type === 'world.tick');
+      expect(reply, JSON.stringify(frames.map((f) => f.type))).toBeGreaterThanOrEqual(0);
+      expect(firstTick, JSON.stringify(frames.map((f) => f.type))).toBeGreaterThan(reply);
+      expect(frames[firstTick]!.payload.kf).toBe(true);
+    }
+    await b.socket.request('world.leave');
+    await a.socket.request('world.leave');
+    a.socket.close();
+    b.socket.close();
+  });
+});

@@ -25,6 +25,7 @@ import type { MatchVotes, VotingMatch } from '../votes';
 import type { FrameHandler, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
 import type { Session, SessionRegistry } from '../sessions';
+import type { Tally } from '../../metrics/registry';
 
 /** A finished world answers `not_in_match` this long, then is gone. */
 const FINISHED_LINGER_MS = 5000;
@@ -56,6 +57,8 @@ interface LiveWorld {
   graceTimer: ReturnType<typeof setTimeout> | null;
   /** The zone each player stands in, and the chat channels that follow from it. */
   zones: Map<string, [number, number]>;
+  /** A joiner's frames (its keyframes first), held until its `world.joined` has gone out (#releaseHeld). */
+  held: Map<string, [string, Tally][]>;
 }
 
 export interface WorldTickStats {
@@ -194,6 +197,7 @@ export class WorldHost implements LiveWorlds {
       place: null,
       graceTimer: null,
       zones: new Map(),
+      held: new Map(),
     };
     // Counted from the start: concurrent creators see the caps, and joins wait on `ready`.
     this.#worlds.set(id, world);
@@ -255,13 +259,32 @@ export class WorldHost implements LiveWorlds {
     if (pending) return pending;
     if (world.roster.has(playerId) && !world.detached.has(playerId)) return this.#joined(world);
     if (!world.roster.has(playerId) && world.roster.size + world.joining.size >= world.mode.max_players) throw new FrameError('world_full');
+    const held: [string, Tally][] = [];
+    world.held.set(playerId, held);
     const joined = this.#join(world, playerId, ctx);
     world.joining.set(playerId, joined);
     try {
       return await joined;
     } finally {
       world.joining.delete(playerId);
+      // The gateway writes the reply in a microtask once this settles; what the lane sent meanwhile follows it.
+      setImmediate(() => this.#releaseHeld(world, playerId, held));
     }
+  }
+
+  /** Sends a joiner's held frames after its reply, in their order; a join that did not land drops them. */
+  #releaseHeld(world: LiveWorld, playerId: string, held: [string, Tally][]): void {
+    if (world.held.get(playerId) !== held) return;
+    world.held.delete(playerId);
+    if (this.#byPlayer.get(playerId) !== world || world.detached.has(playerId)) return;
+    for (const [text, sent] of held) this.sessions.pushText(playerId, text, sent);
+  }
+
+  /** One frame to one player of the world, behind the frames held for its join if it is joining. */
+  #deliver(world: LiveWorld, playerId: string, text: string, sent: Tally): void {
+    const held = world.held.get(playerId);
+    if (held) held.push([text, sent]);
+    else this.sessions.pushText(playerId, text, sent);
   }
 
   async #join(world: LiveWorld, playerId: string, ctx: JsonObject): Promise<WorldJoined> {
@@ -406,8 +429,8 @@ export class WorldHost implements LiveWorlds {
           if (players === null) this.#toRoster(world, text);
           else {
             const sent = this.sessions.metrics.frameOutOf(text);
-            // A joiner's keyframes come before its join is answered.
-            for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.sessions.pushText(p, text, sent);
+            // A joiner's keyframes are held until its join is answered (#releaseHeld).
+            for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.#deliver(world, p, text, sent);
           }
         }
         for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
@@ -557,7 +580,7 @@ export class WorldHost implements LiveWorlds {
 
   #toRoster(world: LiveWorld, text: string): void {
     const sent = this.sessions.metrics.frameOutOf(text);
-    for (const playerId of world.roster) if (!world.detached.has(playerId)) this.sessions.pushText(playerId, text, sent);
+    for (const playerId of world.roster) if (!world.detached.has(playerId)) this.#deliver(world, playerId, text, sent);
   }
 
   #listing(w: LiveWorld): WorldListing {
