@@ -1,15 +1,19 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gameDir } from './support/game-dir';
+import { productionHosts } from './support/production-host';
 import { startTestServer, type TestServer } from './support/server';
-import { connectPlayer, recordFrames, type Frame } from './support/ws-client';
+import { connectPlayer, recordFrames, TestSocket, type Frame } from './support/ws-client';
 
 /**
  * Development errors (setting `dev_errors`): a `handle_input` that fails on a
  * player's input, in a match or in a world zone, also sends that player
  * `module.error {module: "lua", callback, script, message}` after its legacy
  * twin `game.error`, at most one a second per match or zone; nobody else
- * hears of it. Off by default; production (NODE_ENV) is in config.test.ts
- * and boot.test.ts.
+ * hears of it. Off by default, and never in production (NODE_ENV), whatever
+ * the settings say.
  */
 
 const ROOM = `
@@ -138,4 +142,33 @@ describe('by default (dev_errors off)', () => {
     a.socket.close();
     await s.close();
   });
+});
+
+describe('in production (NODE_ENV=production)', () => {
+  const host = productionHosts();
+
+  it('the production host sends no module.error although its settings turn dev_errors on', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-dev-errors-'));
+    const config = path.join(dir, 'settings.json');
+    writeFileSync(config, JSON.stringify({ dev_errors: true }));
+    const h = await host({ NODE_ENV: 'production', SVC_DATA_DIR: path.join(dir, 'data'), SVC_CONFIG: config, GAME_DIR: game.dir });
+    await h.ready();
+    const registered = await fetch(`${h.url}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: `prod_${process.pid}_${Date.now().toString(36)}`, password: 'correct horse battery' }),
+    });
+    expect(registered.status).toBe(200);
+    const { access_token } = (await registered.json()) as { access_token: string };
+    const socket = await TestSocket.open({ port: h.port });
+    expect((await socket.request('session.connect', { token: access_token })).type).toBe('session.connected');
+    expect((await socket.request('match.find_or_create', { mode: 'room' })).type).toBe('match.joined');
+    const seen = recordFrames(socket);
+    socket.send({ type: 'match.input', payload: { boom: 1 } });
+    socket.send({ type: 'match.input', payload: { n: 1 } });
+    await socket.next((f) => f.type === 'match.state' && list(f.payload.inputs).includes(1), 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(errorFrames(seen)).toEqual([]);
+    socket.close();
+  }, 120_000);
 });
