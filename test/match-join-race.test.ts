@@ -12,43 +12,30 @@ import { connectPlayer, type TestSocket } from './support/ws-client';
  * Players matched over REST, who never had a socket, stay in.
  */
 
-const ROOM = `
-match_size = 1
-max_players = 4
-quick_play = true
-function init(config) return { count = 0, joins = 0 } end
-function join(player_id, state, ctx)
-  if ctx and ctx.spin then for i = 1, ctx.spin do end end
-  state.count = state.count + 1
-  state.joins = state.joins + 1
-  return state
-end
-function leave(player_id, state) state.count = state.count - 1 return state end
-function handle_input(player_id, input, state) return state end
-function tick(state) return state end
-function get_state(player_id, state) return { count = state.count, joins = state.joins } end
-`;
-
-// The matchmaker joins a group's players one after another: the second one's join spins.
-const DUO = `
-match_size = 2
-max_players = 2
-function init(config) return { count = 0, joins = 0 } end
-function join(player_id, state)
-  if state.count == 1 then for i = 1, ${'SPIN'} do end end
-  state.count = state.count + 1
-  state.joins = state.joins + 1
-  return state
-end
-function leave(player_id, state) state.count = state.count - 1 return state end
-function handle_input(player_id, input, state) return state end
-function tick(state) return state end
-function get_state(player_id, state) return { count = state.count, joins = state.joins } end
-`;
-
 // Tens of milliseconds, well inside the 200 ms a join may take (a join cut short would prove nothing).
 const SPIN = 2_000_000;
-const game = gameDir({ 'config.lua': 'return { room = "room.lua", duo = "duo.lua" }', 'room.lua': ROOM, 'duo.lua': DUO.replace('SPIN', String(SPIN)) });
+
+/** A mode whose `join` runs `spin` first; the state counts the players in and every join that landed. */
+const counting = (globals: string, spin: string) => `
+${globals}
+function init(config) return { count = 0, joins = 0 } end
+function join(player_id, state, ctx)
+  ${spin}
+  state.count = state.count + 1
+  state.joins = state.joins + 1
+  return state
+end
+function leave(player_id, state) state.count = state.count - 1 return state end
+function handle_input(player_id, input, state) return state end
+function tick(state) return state end
+function get_state(player_id, state) return { count = state.count, joins = state.joins } end
+`;
+
+const ROOM = counting('match_size = 1\nmax_players = 4\nquick_play = true', 'if ctx and ctx.spin then for i = 1, ctx.spin do end end');
+// The matchmaker joins a group's players one after another: the second one's join spins.
+const DUO = counting('match_size = 2\nmax_players = 2', `if state.count == 1 then for i = 1, ${SPIN} do end end`);
+
+const game = gameDir({ 'config.lua': 'return { room = "room.lua", duo = "duo.lua" }', 'room.lua': ROOM, 'duo.lua': DUO });
 let s: TestServer;
 beforeAll(async () => {
   s = await startTestServer(
