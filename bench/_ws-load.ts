@@ -62,6 +62,12 @@ function startsWith(data: Buffer, prefix: Buffer): boolean {
 let held: Conn[] = [];
 // stateBytes: what svc's frames weigh, so bench/side-by-side.ts's bare baseline sends as much.
 const matchCounters = { states: 0, stateBytes: 0, finished: 0 };
+/**
+ * Client gap: ms between two `match.state` frames of one socket, as a player
+ * sees the tick (bench/matches.ts: p99.9 ≤ 150 ms is issue 33's bar). 1 ms
+ * buckets up to 10 s; the last bucket holds anything longer.
+ */
+const gaps = new Uint32Array(10_001);
 const worldCounters: { players: { bytes: number; frames: number; ticks: Set<number> }[] } = { players: [] };
 const WORLD_TICK = Buffer.from('{"type":"world.tick"');
 const TICK_KEY = Buffer.from('"tick":');
@@ -166,11 +172,15 @@ serveParent(
       let matched = 0;
       await new Promise<void>((resolve) => {
         for (const c of conns) {
+          let last = 0;
           // At thousands of frames a second the generator shares the target's cores: compare bytes, decode nothing.
           c.onBytes = (data) => {
             if (startsWith(data, STATE)) {
               matchCounters.states++;
               matchCounters.stateBytes += data.length;
+              const now = performance.now();
+              if (last > 0) gaps[Math.min(gaps.length - 1, Math.round(now - last))]!++;
+              last = now;
             }
             else if (startsWith(data, FINISHED)) matchCounters.finished++;
             else if (startsWith(data, MATCHED) && ++matched === conns.length) resolve();
@@ -249,6 +259,22 @@ serveParent(
     },
 
     counters: () => ({ ...matchCounters }),
+
+    /** Client gap percentiles (ms) since the last call, which starts a new window. */
+    gaps: () => {
+      let n = 0;
+      for (const c of gaps) n += c;
+      const at = (q: number) => {
+        let seen = 0;
+        for (let ms = 0; ms < gaps.length; ms++) if ((seen += gaps[ms]!) > q * n) return ms;
+        return gaps.length - 1;
+      };
+      let max = 0;
+      for (let ms = 0; ms < gaps.length; ms++) if (gaps[ms]! > 0) max = ms;
+      const out = { count: n, p50: at(0.5), p99: at(0.99), p999: at(0.999), max };
+      gaps.fill(0);
+      return out;
+    },
 
     release() {
       if (inputTimer) clearInterval(inputTimer);
