@@ -1,4 +1,4 @@
-// `npm run bench -- side-by-side [rounds] [seconds] [--matches 500] [--idle 10000] [--sockets 10000]`
+// `npm run bench -- side-by-side [rounds] [seconds] [--matches 500] [--idle 10000] [--sockets 10000] [--only heartbeat,idle,storm,matches]`
 //
 // Issue 33's four socket figures for svc and for a bare `ws` server doing the
 // least the same frames require, in one run, as ratios:
@@ -20,7 +20,7 @@
 // lowest priority). Prints the median of the rounds with their range.
 import { loadavg } from 'node:os';
 import { canPin, forkChild, svcRevision, type Child } from './_children';
-import { numberOption } from './_options';
+import { listOption, numberOption } from './_options';
 import { progress, table } from './_report';
 
 const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
@@ -29,6 +29,7 @@ const SECONDS = Number(positional[1] ?? 10);
 const MATCHES = numberOption('matches', 500);
 const IDLE = numberOption('idle', 10_000);
 const SOCKETS = numberOption('sockets', 10_000);
+const ONLY = new Set(listOption('only') ?? ['heartbeat', 'idle', 'storm', 'matches']);
 const CONNECTIONS = 1000;
 const PACE_MS = 20;
 
@@ -156,20 +157,21 @@ for (let round = 1; round <= ROUNDS; round++) {
   progress(`round ${round}/${ROUNDS}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   // Alternating which goes first, so neither always inherits the other's leftovers on the machine.
   const order: Kind[] = round % 2 ? ['svc', 'bare'] : ['bare', 'svc'];
-  for (const kind of order) {
+  for (const kind of ONLY.has('heartbeat') ? order : []) {
     progress(` heartbeat, ${kind}`);
     scenarios[0]![kind].push(await heartbeat(kind));
   }
-  for (const kind of order) {
+  for (const kind of ONLY.has('idle') ? order : []) {
     progress(` idle sockets, ${kind}`);
     scenarios[1]![kind].push(await idle(kind));
   }
-  for (const kind of order) {
+  for (const kind of ONLY.has('storm') ? order : []) {
     progress(` connect storm, ${kind}`);
     const r = await storm(kind);
     scenarios[2]![kind].push(r.rate);
     scenarios[3]![kind].push(r.us);
   }
+  if (!ONLY.has('matches')) continue;
   // svc first: the bare loop sends frames the size svc's were.
   progress(' matches, svc');
   const svcMatches = await matches('svc', 0);
@@ -189,7 +191,7 @@ const figure = (xs: number[], unit: string) => {
   const spread = xs.length > 1 ? ` (${Math.min(...xs).toFixed(d)}-${Math.max(...xs).toFixed(d)})` : '';
   return `${median(xs).toFixed(d)} ${unit}${spread}`;
 };
-const rows = scenarios.map((s) => {
+const rows = scenarios.filter((s) => s.svc.length > 0).map((s) => {
   const ratios = s.svc.map((v, i) => v / s.bare[i]!);
   const r = median(ratios);
   const met = s.target === null ? '—' : (s.target.op === '≤' ? r <= s.target.ratio : r >= s.target.ratio) ? 'met' : 'NOT met';

@@ -1,10 +1,12 @@
 import fc from 'fast-check';
 import { once } from 'node:events';
-import { connect, createServer, type Socket } from 'node:net';
+import { createServer } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { PassThrough, type Duplex } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as wsModule from 'ws';
 import WebSocket from 'ws';
-import { FrameFilter, FrameGuard, MAX_FRAGMENTS, OVERSIZED_MARKER } from '../host/realtime/frame-guard';
+import { FrameFilter, guardSocket, MAX_FRAGMENTS, OVERSIZED_MARKER } from '../host/realtime/frame-guard';
 import { startTestServer, type TestServer } from './support/server';
 import { expectErrorFrame, TestSocket, type Frame } from './support/ws-client';
 
@@ -235,18 +237,29 @@ describe('FrameFilter', () => {
   });
 });
 
-/** Both ends of a loopback TCP connection, the server's wrapped in a guard; half-open allowed, as the HTTP server's sockets are. */
-async function guardedPair(): Promise<{ client: Socket; raw: Socket; guard: FrameGuard; done(): void }> {
-  const server = createServer({ allowHalfOpen: true });
+/** A `ws` server socket guarded as the gateway guards it, and the raw client end that speaks to it. */
+async function guardedPair(cap = CAP): Promise<{ client: Socket; raw: Duplex; ws: WebSocket; messages: { data: string; binary: boolean }[]; done(): void }> {
+  const wss = new wsModule.WebSocketServer({ noServer: true, maxFragments: MAX_FRAGMENTS, perMessageDeflate: false });
+  const server = createServer();
+  const upgraded = new Promise<{ raw: Duplex; ws: WebSocket }>((resolve) => {
+    server.on('upgrade', (req, raw: Duplex, head: Buffer) => {
+      wss.handleUpgrade(req, raw, Buffer.alloc(0), (ws) => {
+        guardSocket(raw, head, cap);
+        resolve({ raw, ws });
+      });
+    });
+  });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const accepted = once(server, 'connection');
   const client = connect((server.address() as { port: number }).port, '127.0.0.1');
-  const [raw] = (await accepted) as [Socket];
   await once(client, 'connect');
-  const guard = new FrameGuard(raw, Buffer.alloc(0), CAP);
-  guard.on('error', () => {});
-  return { client, raw, guard, done: () => (client.destroy(), raw.destroy(), server.close()) };
+  client.write('GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+  const { raw, ws } = await upgraded;
+  const messages: { data: string; binary: boolean }[] = [];
+  ws.on('message', (data: Buffer, binary: boolean) => messages.push({ data: data.toString('latin1'), binary }));
+  ws.on('error', () => {});
+  client.on('error', () => {});
+  return { client, raw, ws, messages, done: () => (client.destroy(), raw.destroy(), server.close()) };
 }
 
 async function eventually(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
@@ -257,104 +270,49 @@ async function eventually(check: () => boolean, what: string, timeoutMs = 5000):
   }
 }
 
-describe('FrameGuard', () => {
-  it('pauses the socket while nobody reads, and hands on every byte once read', async () => {
-    const { client, raw, guard, done } = await guardedPair();
+describe('guardSocket', () => {
+  it("reads every chunk through the filter in ws's place", async () => {
+    const { client, messages, done } = await guardedPair();
     try {
-      const stream = Buffer.concat(Array.from({ length: 2000 }, (_, i) => clientFrame(TEXT, `${i}`.padEnd(500, '.'))));
+      client.write(Buffer.concat([clientFrame(TEXT, 'a'), clientFrame(TEXT, 'q'.repeat(CAP + 1)), clientFrame(TEXT, 'b')]));
+      await eventually(() => messages.length === 3, 'read three messages');
+      expect(messages).toEqual([{ data: 'a', binary: false }, { data: OVERSIZED_MARKER.toString('latin1'), binary: true }, { data: 'b', binary: false }]);
+    } finally {
+      done();
+    }
+  });
+
+  it('reads what a paused socket still holds when it closes through the filter too', async () => {
+    // A small cap, so that the whole stream fits what a paused socket buffers.
+    const { client, raw, ws, messages, done } = await guardedPair(100);
+    try {
+      ws.pause();
+      const stream = Buffer.concat([clientFrame(TEXT, 'a'), clientFrame(TEXT, 'q'.repeat(300)), clientFrame(TEXT, 'b')]);
       client.write(stream);
-      await eventually(() => raw.isPaused(), 'paused the socket');
-      // Bounded by the read buffer and one chunk of the socket, not by what the client sent.
-      expect(guard.readableLength).toBeLessThan(256 * 1024);
-      const got: Buffer[] = [];
-      let length = 0;
-      guard.on('data', (chunk: Buffer) => (got.push(chunk), (length += chunk.length)));
-      await eventually(() => length === stream.length, 'handed on the whole stream');
-      expect(Buffer.concat(got).equals(stream)).toBe(true);
+      await eventually(() => raw.readableLength === stream.length, 'held the bytes');
+      ws.terminate();
+      await once(ws, 'close');
+      expect(messages).toEqual([{ data: 'a', binary: false }, { data: OVERSIZED_MARKER.toString('latin1'), binary: true }, { data: 'b', binary: false }]);
     } finally {
       done();
     }
   });
 
-  it('withholds drain while the client does not read, and completes writes once it does', async () => {
-    const { client, raw, guard, done } = await guardedPair();
+  it('stops reading when ws does: after a close frame nothing more reaches ws', async () => {
+    const { client, raw, ws, messages, done } = await guardedPair();
     try {
-      client.pause();
-      const block = Buffer.alloc(256 * 1024, 1);
-      let written = 0;
-      let congested = false;
-      while (!congested && written < 512 * 1024 * 1024) {
-        written += block.length;
-        if (guard.write(block)) continue;
-        const drained = once(guard, 'drain').then(() => true);
-        congested = !(await Promise.race([drained, new Promise<boolean>((r) => setTimeout(() => r(false), 300))]));
-      }
-      expect(congested).toBe(true);
-      expect(guard.writableNeedDrain).toBe(true);
-      expect(raw.writableLength).toBeGreaterThan(0);
-      let received = 0;
-      client.on('data', (chunk: Buffer) => (received += chunk.length));
-      client.resume();
-      await once(guard, 'drain');
-      await eventually(() => received === written, 'delivered every byte written');
+      client.write(clientFrame(0x8, Buffer.from([0x03, 0xe8])));
+      await eventually(() => raw.listenerCount('data') === 0, "dropped the guarded reader with ws's");
+      client.end(clientFrame(TEXT, 'late'));
+      await once(ws, 'close');
+      expect(messages).toEqual([]);
     } finally {
       done();
     }
   });
 
-  it('carries end both ways: the client ending ends the guard, the guard ending reaches the client', async () => {
-    const { client, guard, done } = await guardedPair();
-    try {
-      const closed = once(guard, 'close');
-      guard.resume();
-      client.end();
-      await once(guard, 'end');
-      const clientEnded = once(client, 'end');
-      client.resume();
-      guard.end();
-      await clientEnded;
-      await closed;
-    } finally {
-      done();
-    }
-  });
-
-  it("reports the socket's error and closes with it", async () => {
-    const { raw, guard, done } = await guardedPair();
-    try {
-      const errored = once(guard, 'error');
-      // Not events.once: it would reject on the 'error' that comes first.
-      const closed = new Promise((resolve) => guard.once('close', resolve));
-      raw.destroy(new Error('boom'));
-      expect(((await errored) as [Error])[0].message).toBe('boom');
-      await closed;
-    } finally {
-      done();
-    }
-  });
-
-  it('closes when the client resets the connection', async () => {
-    const { client, guard, done } = await guardedPair();
-    try {
-      const closed = new Promise((resolve) => guard.once('close', resolve));
-      client.resetAndDestroy();
-      await closed;
-    } finally {
-      done();
-    }
-  });
-
-  it('destroys the socket when destroyed itself', async () => {
-    const { client, raw, guard, done } = await guardedPair();
-    try {
-      const closed = once(client, 'close');
-      client.resume();
-      guard.destroy();
-      await closed;
-      expect(raw.destroyed).toBe(true);
-    } finally {
-      done();
-    }
+  it('refuses a socket ws does not read', () => {
+    expect(() => guardSocket(new PassThrough(), Buffer.alloc(0), CAP)).toThrow(/no ws reader/);
   });
 });
 

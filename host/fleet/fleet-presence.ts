@@ -13,6 +13,11 @@ interface Entry {
   at: number;
 }
 
+/** An entry and the node it came from. */
+interface Held extends Entry {
+  node: string;
+}
+
 interface PresenceMessage {
   p: string;
   v: Presence | null;
@@ -30,8 +35,12 @@ interface PresenceMessage {
  * its hash. On a node without Redis the copy is just this node's entries.
  */
 export class FleetPresence {
-  /** player → node → entry. */
-  readonly #players = new Map<string, Map<string, Entry>>();
+  /**
+   * player → their entry, from the one node that holds their sockets (nearly
+   * always), or node → entry while several do: a map per player was a
+   * twentieth of an idle socket's heap.
+   */
+  readonly #players = new Map<string, Held | Map<string, Held>>();
   readonly #byNode = new Map<string, Set<string>>();
   /** Nodes whose hash this node has read (or that announced every entry to it since it started). */
   readonly #known = new Set<string>();
@@ -91,10 +100,10 @@ export class FleetPresence {
 
   /** The newest presence the player set on any live node, or null when they hold no socket anywhere. */
   get(playerId: string): Presence | null {
-    const nodes = this.#players.get(playerId);
-    if (!nodes) return null;
+    const held = this.#players.get(playerId);
+    if (!(held instanceof Map)) return held?.presence ?? null;
     let best: Entry | null = null;
-    for (const entry of nodes.values()) if (!best || entry.at > best.at) best = entry;
+    for (const entry of held.values()) if (!best || entry.at > best.at) best = entry;
     return best?.presence ?? null;
   }
 
@@ -142,20 +151,38 @@ export class FleetPresence {
   }
 
   #apply(node: string, playerId: string, entry: Entry | null): void {
-    let nodes = this.#players.get(playerId);
     if (entry === null) {
-      if (!nodes?.delete(node)) return;
-      if (nodes.size === 0) this.#players.delete(playerId);
-      this.#byNode.get(node)?.delete(playerId);
+      if (this.#drop(node, playerId)) this.#byNode.get(node)?.delete(playerId);
       return;
     }
-    const held = nodes?.get(node);
+    const all = this.#players.get(playerId);
+    const held = this.#held(playerId, node);
     if (held && held.at > entry.at) return;
-    if (!nodes) this.#players.set(playerId, (nodes = new Map()));
-    nodes.set(node, entry);
+    const next: Held = { node, presence: entry.presence, at: entry.at };
+    if (all instanceof Map) all.set(node, next);
+    else if (all === undefined || all === held) this.#players.set(playerId, next);
+    else this.#players.set(playerId, new Map([[all.node, all], [node, next]]));
     let players = this.#byNode.get(node);
     if (!players) this.#byNode.set(node, (players = new Set()));
     players.add(playerId);
+  }
+
+  #held(playerId: string, node: string): Held | undefined {
+    const all = this.#players.get(playerId);
+    return all instanceof Map ? all.get(node) : all?.node === node ? all : undefined;
+  }
+
+  /** Drops the player's entry from a node; whether there was one. */
+  #drop(node: string, playerId: string): boolean {
+    const all = this.#players.get(playerId);
+    if (all instanceof Map) {
+      if (!all.delete(node)) return false;
+      if (all.size === 1) this.#players.set(playerId, all.values().next().value!);
+      return true;
+    }
+    if (all?.node !== node) return false;
+    this.#players.delete(playerId);
+    return true;
   }
 
   /** Drops every entry of a node that left or died; answers the players now online nowhere. */
@@ -164,14 +191,7 @@ export class FleetPresence {
     const players = this.#byNode.get(node);
     this.#byNode.delete(node);
     const gone: string[] = [];
-    for (const playerId of players ?? []) {
-      const nodes = this.#players.get(playerId);
-      nodes?.delete(node);
-      if (nodes?.size === 0) {
-        this.#players.delete(playerId);
-        gone.push(playerId);
-      }
-    }
+    for (const playerId of players ?? []) if (this.#drop(node, playerId) && !this.#players.has(playerId)) gone.push(playerId);
     return gone;
   }
 
@@ -213,7 +233,7 @@ export class FleetPresence {
       if (kept === 0 && mine && mine.size > 0) {
         const fields: string[] = [];
         for (const playerId of mine) {
-          const entry = this.#players.get(playerId)?.get(me);
+          const entry = this.#held(playerId, me);
           if (entry) fields.push(playerId, JSON.stringify({ v: entry.presence, a: entry.at }));
         }
         await redis.multi().hset(this.#hashKey(me), ...fields).pexpire(this.#hashKey(me), NODE_TTL_MS).exec();

@@ -49,7 +49,8 @@ export class TokenCache implements TokenResolver {
    * making requests (insertion order would evict those too).
    */
   readonly #entries: LRUCache<string, Entry>;
-  readonly #byPlayer = new Map<string, Set<string>>();
+  /** player → the keys of their cached tokens: one key (nearly always, and as a string: a Set per player was a tenth of an idle socket's heap), or a set of them. */
+  readonly #byPlayer = new Map<string, string | Set<string>>();
   #epoch = 0;
   readonly #negativeTtlMs: number;
   /** Set while the node cannot hear revocations (a fleet node cut off from its bus): no answer older than this is believed. */
@@ -63,7 +64,8 @@ export class TokenCache implements TokenResolver {
     });
   }
 
-  async resolve(accessToken: string, beforeLookup?: () => void): Promise<Principal | null> {
+  /** A cached answer at once; a lookup (after `beforeLookup`) as a promise. */
+  resolve(accessToken: string, beforeLookup?: () => void): Principal | null | Promise<Principal | null> {
     if (accessToken.length === 0 || accessToken.length > MAX_TOKEN_LENGTH) return null;
     const key = tokenHash(accessToken);
     const now = this.options.now();
@@ -73,6 +75,10 @@ export class TokenCache implements TokenResolver {
       this.#drop(key);
     }
     beforeLookup?.();
+    return this.#lookup(key, now);
+  }
+
+  async #lookup(key: string, now: number): Promise<Principal | null> {
     const epoch = this.#epoch;
     const found = await this.options.lookup(key, now);
     if (epoch === this.#epoch) {
@@ -97,8 +103,8 @@ export class TokenCache implements TokenResolver {
   evictPlayer(playerId: string): void {
     this.#epoch++;
     const keys = this.#byPlayer.get(playerId);
-    if (!keys) return;
-    for (const key of [...keys]) this.#entries.delete(key);
+    if (keys === undefined) return;
+    for (const key of typeof keys === 'string' ? [keys] : [...keys]) this.#entries.delete(key);
     this.#byPlayer.delete(playerId);
   }
 
@@ -124,11 +130,12 @@ export class TokenCache implements TokenResolver {
 
   #store(key: string, entry: Entry): void {
     this.#entries.set(key, entry);
-    if (entry.principal) {
-      let keys = this.#byPlayer.get(entry.principal.playerId);
-      if (!keys) this.#byPlayer.set(entry.principal.playerId, (keys = new Set()));
-      keys.add(key);
-    }
+    if (!entry.principal) return;
+    const playerId = entry.principal.playerId;
+    const keys = this.#byPlayer.get(playerId);
+    if (keys === undefined || keys === key) this.#byPlayer.set(playerId, key);
+    else if (typeof keys === 'string') this.#byPlayer.set(playerId, new Set([keys, key]));
+    else keys.add(key);
   }
 
   #drop(key: string): void {
@@ -138,8 +145,9 @@ export class TokenCache implements TokenResolver {
   /** Runs for every entry that leaves the cache: replaced, deleted or evicted. */
   #unindex(key: string, entry: Entry): void {
     if (!entry.principal) return;
-    const keys = this.#byPlayer.get(entry.principal.playerId);
-    keys?.delete(key);
-    if (keys?.size === 0) this.#byPlayer.delete(entry.principal.playerId);
+    const playerId = entry.principal.playerId;
+    const keys = this.#byPlayer.get(playerId);
+    if (keys === key) this.#byPlayer.delete(playerId);
+    else if (typeof keys === 'object' && keys.delete(key) && keys.size === 0) this.#byPlayer.delete(playerId);
   }
 }

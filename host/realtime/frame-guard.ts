@@ -1,4 +1,4 @@
-import { Duplex } from 'node:stream';
+import type { Duplex } from 'node:stream';
 
 /**
  * What `ws` is handed in place of a message too big to read, and what the
@@ -76,7 +76,7 @@ function headerSize(second: number): number {
  */
 export class FrameFilter {
   readonly #cap: number;
-  readonly #out: (piece: Buffer) => void;
+  readonly #out: ((piece: Buffer) => void) | null;
   /** A header cut by a chunk boundary, gathered until it is whole. */
   #head: Buffer | null = null;
   #headLen = 0;
@@ -92,13 +92,18 @@ export class FrameFilter {
   #prelude: Prelude = NONE;
   #transparent = false;
 
-  constructor(cap: number, out: (piece: Buffer) => void) {
+  /** `out` takes what passes, unless a subclass takes it by overriding `pass`. */
+  constructor(cap: number, out: ((piece: Buffer) => void) | null = null) {
     this.#cap = cap;
     this.#out = out;
   }
 
+  protected pass(piece: Buffer): void {
+    this.#out!(piece);
+  }
+
   write(chunk: Buffer): void {
-    if (this.#transparent) return this.#out(chunk);
+    if (this.#transparent) return this.pass(chunk);
     const end = chunk.length;
     let at = 0;
     // Start of the run of bytes that pass unchanged and are not yet handed on:
@@ -156,7 +161,7 @@ export class FrameFilter {
       const headerBytes = gathered ? Buffer.from(header.subarray(0, this.#headLen)) : null;
       this.#headLen = 0;
       if (fate === HOLD) this.#hold(headerBytes ?? chunk.subarray(start, at));
-      else if (fate === PASS && headerBytes) this.#out(headerBytes);
+      else if (fate === PASS && headerBytes) this.pass(headerBytes);
 
       if (this.#transparent) {
         this.#left = 0;
@@ -231,13 +236,13 @@ export class FrameFilter {
     if (prelude === NONE) return;
     this.#prelude = NONE;
     if (prelude === HELD) {
-      for (const piece of this.#held!) this.#out(piece);
+      for (const piece of this.#held!) this.pass(piece);
       this.#held = null;
     } else if (prelude === MARKER) {
       // A copy each time: `ws` hands the payload to the application as a view of these bytes.
-      this.#out(Buffer.from(MARKER_FRAME));
+      this.pass(Buffer.from(MARKER_FRAME));
     } else {
-      this.#out(Buffer.from(ORPHAN_CONTINUATION));
+      this.pass(Buffer.from(ORPHAN_CONTINUATION));
     }
   }
 
@@ -253,91 +258,75 @@ export class FrameFilter {
   }
 
   #run(chunk: Buffer, from: number, to: number): void {
-    if (to > from) this.#out(to - from === chunk.length ? chunk : chunk.subarray(from, to));
+    if (to > from) this.pass(to - from === chunk.length ? chunk : chunk.subarray(from, to));
   }
 }
 
-/** The socket methods `ws` uses when the stream it is given has them. */
-interface SocketTuning {
-  setTimeout?(ms: number): unknown;
-  setNoDelay?(noDelay?: boolean): unknown;
+type Reader = (this: Duplex, chunk: Buffer) => void;
+const READER = Symbol('frame reader');
+type GuardedSocket = Duplex & { [READER]: SocketReader };
+
+/** `ws`'s 'data' listener: one function for every socket, met at the first guard. */
+let wsReader: Reader | null = null;
+
+/** A socket's filter, handing what passes to `ws`'s reader of that socket. */
+class SocketReader extends FrameFilter {
+  constructor(
+    cap: number,
+    readonly socket: Duplex,
+  ) {
+    super(cap);
+  }
+
+  protected override pass(piece: Buffer): void {
+    wsReader!.call(this.socket, piece);
+  }
+}
+
+// Listeners shared by every guarded socket, finding its filter on it: closures
+// per socket were a tenth of an idle socket's heap.
+function guardedRead(this: GuardedSocket, chunk: Buffer): void {
+  this[READER].write(chunk);
+}
+
+// On close, `ws` reads what a paused socket still holds straight into its
+// receiver. Read it through the filter first (while `ws` still reads at all).
+function readTail(this: GuardedSocket): void {
+  if (this.readableLength === 0 || !this.listeners('data').includes(wsReader!)) return;
+  this.removeListener('data', guardedRead);
+  const tail = this.read(this.readableLength) as Buffer | null;
+  if (tail) this[READER].write(tail);
 }
 
 /**
- * The upgraded socket as `ws` sees it: reads pass through a `FrameFilter`,
- * writes go straight to the socket. Flow control is carried both ways (a
- * full read buffer pauses the socket; a write completes when the socket took
- * it), and end, close and errors of either side reach the other.
+ * Puts a `FrameFilter` in front of `ws`'s reader on a socket `ws` has just
+ * taken over (call it inside `handleUpgrade`'s callback, once the
+ * application's listeners are on). `ws` keeps the socket itself, so writes
+ * and flow control are its own; only its 'data' listener is replaced by one
+ * that filters each chunk and hands `ws`'s reader what passes.
  *
  * `head` (bytes the client sent right behind the upgrade request) is read
  * through the filter here, so `ws` must be handed an empty head.
+ *
+ * An earlier guard was a Duplex stream between the socket and `ws`: every
+ * chunk and every write crossed a second stream, which cost more per frame
+ * than the rest of the gateway (docs/decisions/0057).
  */
-export class FrameGuard extends Duplex {
-  readonly #socket: Duplex & SocketTuning;
-  readonly #filter: FrameFilter;
-  /** The socket is paused because `ws` is not reading. */
-  #starved = false;
-
-  constructor(socket: Duplex, head: Buffer, cap: number) {
-    super({ decodeStrings: false });
-    this.#socket = socket;
-    this.#filter = new FrameFilter(cap, (piece) => {
-      if (!this.push(piece) && !this.#starved) {
-        this.#starved = true;
-        this.#socket.pause();
-      }
-    });
-    if (head.length > 0) this.#filter.write(head);
-    socket.on('data', (chunk: Buffer) => {
-      if (!this.destroyed) this.#filter.write(chunk);
-    });
-    socket.on('end', () => {
-      if (!this.destroyed) this.push(null);
-    });
-    socket.on('error', (err) => this.destroy(err));
-    socket.on('close', () => this.destroy());
-    // `ws` refuses a stream that is already half gone; so must this one.
-    if (socket.destroyed || !socket.readable || !socket.writable) this.destroy();
+export function guardSocket(socket: Duplex, head: Buffer, cap: number): void {
+  const listeners = socket.listeners('data');
+  const reader = listeners[listeners.length - 1] as Reader | undefined;
+  // A `ws` release that reads its socket another way would leave frames unguarded: fail loudly instead.
+  if (reader?.name !== 'socketOnData' || (wsReader !== null && reader !== wsReader)) throw new Error('frame guard: the socket has no ws reader to guard');
+  if (wsReader === null) {
+    wsReader = reader;
+    // `ws` stops reading by removing its reader by identity; tagged so, the
+    // guarded reader goes with it (the same tag `once` wrappers carry).
+    (guardedRead as { listener?: unknown }).listener = reader;
   }
-
-  override _read(): void {
-    if (this.#starved) {
-      this.#starved = false;
-      this.#socket.resume();
-    }
-  }
-
-  override _write(chunk: Buffer | string, encoding: BufferEncoding, done: (err?: Error | null) => void): void {
-    this.#socket.write(chunk, encoding, done);
-  }
-
-  override _writev(chunks: { chunk: Buffer | string; encoding: BufferEncoding }[], done: (err?: Error | null) => void): void {
-    // `ws` corks a frame's header and payload together; keep them in one write.
-    const socket = this.#socket;
-    socket.cork();
-    const last = chunks.length - 1;
-    for (let i = 0; i < last; i++) socket.write(chunks[i]!.chunk, chunks[i]!.encoding);
-    socket.write(chunks[last]!.chunk, chunks[last]!.encoding, done);
-    socket.uncork();
-  }
-
-  override _final(done: (err?: Error | null) => void): void {
-    // Errors reach this stream through the socket's 'error' event, not twice.
-    this.#socket.end(() => done());
-  }
-
-  override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
-    this.#socket.destroy();
-    done(err);
-  }
-
-  setTimeout(ms: number): this {
-    this.#socket.setTimeout?.(ms);
-    return this;
-  }
-
-  setNoDelay(noDelay = true): this {
-    this.#socket.setNoDelay?.(noDelay);
-    return this;
-  }
+  socket.removeListener('data', reader);
+  const guarded = socket as GuardedSocket;
+  guarded[READER] = new SocketReader(cap, socket);
+  socket.on('data', guardedRead);
+  socket.prependListener('close', readTail);
+  if (head.length > 0) guarded[READER].write(head);
 }
