@@ -2,7 +2,6 @@ import type { Server } from 'node:http';
 import type { Ctx } from '../../runtime/contracts/context';
 import type { LiveState } from '../../runtime/contracts/live';
 import { ApiError } from '../../runtime/contracts/errors';
-import { availableParallelism } from 'node:os';
 import { DEFAULT_BUDGETS, RPC_NAMESPACE, type Budgets, type FailureKind, type GameInfo, type JsonObject, type ScriptRpcResult } from '../../runtime/lua/host-interface';
 import type { Settings } from '../../runtime/contracts/settings';
 import { ChatHost } from './chat';
@@ -10,6 +9,7 @@ import { MatchHost } from './match/match-host';
 import type { GameHandle } from '../game-directory';
 import { ScriptPool } from './lanes/pool';
 import { TickWheel } from './lanes/tick-wheel';
+import { usableCpus } from './lanes/usable-cpus';
 import { LANE_KINDS } from './lane-kinds';
 import { Matchmaker } from './matchmaker';
 import { BotFill } from './bot-fill';
@@ -51,9 +51,15 @@ export function scriptBudgets(settings: Settings): Budgets {
   };
 }
 
-/** `match_workers`, or one per core but the one the main thread keeps. */
-export function scriptWorkers(settings: Settings): number {
-  return settings.match_workers ?? Math.max(1, availableParallelism() - 1);
+/**
+ * `match_workers`, or one per usable CPU but the one the main thread keeps,
+ * at least one (decision 0058): counted by what the process may really use
+ * (affinity and cgroup quota), and still one worker on one CPU, where the
+ * scripts keep their own thread, their memory ceiling and the awaited
+ * bindings (`game.economy`), which the main thread cannot offer.
+ */
+export function scriptWorkers(settings: Pick<Settings, 'match_workers'>, cpus: () => number = usableCpus): number {
+  return settings.match_workers ?? Math.max(1, cpus() - 1);
 }
 
 /**
