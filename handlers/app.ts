@@ -1,4 +1,4 @@
-import { Router, type RouterOptions } from 'itty-router';
+import { Router } from 'itty-router';
 import type { Ctx } from '../runtime/contracts/context';
 import { ApiError } from '../runtime/contracts/errors';
 import { onOperatorPlane, type Route } from './contract';
@@ -38,8 +38,8 @@ export interface App {
 
 /**
  * Builds the handler library over a host-supplied `Ctx`. A request passes
- * named steps (handlers/pipeline/, one a file), composed with itty-router's
- * own hooks:
+ * named steps (handlers/pipeline/, one a file), in the order of itty-router's
+ * own hooks (run by `answer` below, over itty's route table):
  *
  * - before: readiness, CORS preflight;
  * - per route: the caller step of the route's plane (the player's or the
@@ -100,6 +100,9 @@ type Hooks = {
   finally: ((response: ApiResponse, request: PipelineRequest) => ApiResponse)[];
 };
 
+/** A step as the router calls it: an answer ends the request; a promise is awaited first. */
+type Step = (request: PipelineRequest, ctx: Ctx) => ApiResponse | undefined | Promise<ApiResponse | undefined>;
+
 /**
  * itty matches routes by trying each pattern in turn, so one router over every
  * route makes late routes pay for all earlier ones. One router per first path
@@ -108,10 +111,12 @@ type Hooks = {
  * few outside `/api/v1/`, each its own shard), so a path whose segment names no
  * router matches nothing, and a router of its own answers it (404, after
  * spending the address's bucket) through the same hooks.
+ *
+ * itty compiles each route's pattern and holds the table; `answer` walks it
+ * as itty's `fetch` does (decision 0060).
  */
 function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineRequest) => Promise<ApiResponse> {
-  // itty types its hooks over its own request type; ours is the plain pipeline object.
-  const make = () => Router<PipelineRequest, [Ctx]>(hooks as unknown as RouterOptions);
+  const make = () => Router<PipelineRequest, [Ctx]>();
   const shards = new Map<string, ReturnType<typeof make>>();
   const roots = new Set(routes.filter((r) => !r.path.startsWith('/api/v1/') && !/[:*]/.test(r.path)).map((r) => r.path));
   for (const r of routes) {
@@ -131,13 +136,95 @@ function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineR
   for (const router of shards.values()) router.all('*', unrouted);
   const nowhere = make();
   nowhere.all('*', unrouted);
+  // itty types a route's handlers over its own request type; they are the Steps registered above.
+  const tables = new Map([...shards].map(([segment, router]) => [segment, router.routes as unknown as RouteRow[]]));
+  const elsewhere = nowhere.routes as unknown as RouteRow[];
   return (request) => {
     const segment = firstSegment(request.path, roots);
-    const router = (segment !== null && shards.get(segment)) || nowhere;
-    return router.fetch(request, ctx) as Promise<ApiResponse>;
+    return answer((segment !== null && tables.get(segment)) || elsewhere, request, ctx, hooks);
   };
 }
 
+/** One row of itty's route table: method (`ALL` for any), compiled pattern, steps, pattern as written. */
+type RouteRow = [method: string, pattern: RegExp, steps: Step[], route: string];
+
+/**
+ * What itty-router's `fetch` does with a request (v6, `Router`), step for
+ * step: the before hooks, then every route whose method and pattern match,
+ * in order, until a step answers; a throw anywhere goes to the catch hook;
+ * the finally hooks see every answer. Two things differ, neither visible to
+ * a step: a step's result is awaited only when it is a promise (itty awaits
+ * each, a turn of the event loop's microtask queue per step, and most of
+ * ours answer at once), and the URL is parsed only when `plainTarget` cannot
+ * read its path and query as the parser would.
+ */
+async function answer(table: RouteRow[], request: PipelineRequest, ctx: Ctx, hooks: Hooks): Promise<ApiResponse> {
+  const pathname = routedPath(request);
+  let response: ApiResponse | undefined;
+  try {
+    answering: {
+      for (const step of hooks.before) {
+        response = step(request);
+        if (response != null) break answering;
+      }
+      for (const [method, pattern, steps, route] of table) {
+        if (method !== request.method && method !== 'ALL') continue;
+        const match = pattern.exec(pathname);
+        if (match === null) continue;
+        request.params = match.groups || {};
+        request.route = route;
+        for (const step of steps) {
+          const result = step(request, ctx);
+          response = result instanceof Promise ? await result : result;
+          if (response != null) break answering;
+        }
+      }
+    }
+  } catch (err) {
+    response = hooks.catch(err, request);
+  }
+  try {
+    // itty hands the finally hooks whatever the route left, an answer or nothing (our catch-all route always answers).
+    for (const step of hooks.finally) response = step(response!, request) ?? response;
+  } catch (err) {
+    response = hooks.catch(err, request);
+  }
+  return response!;
+}
+
+/**
+ * The host's URLs for the Node adapter (and the tests): `localhost`, a path
+ * of characters the URL parser keeps as they are (no dot segments, no
+ * backslash, nothing it percent-encodes), a query of the same kind. For one
+ * of those the raw path is the parsed `pathname` and the raw query parses as
+ * the parsed `searchParams`; any other URL is parsed.
+ */
+const PLAIN_TARGET = /^https?:\/\/localhost\/[\w\-~!$&'()*+,;=:@/%]*(?:\?[\w\-~!$&()*+,;=:@/%.]*)?$/;
+const ENCODED_DOT = /%2e/i;
+
+/**
+ * Sets `request.query` (a repeated key holds an array; an empty first value
+ * gives way to the next, as in itty) and returns the path routes are matched
+ * against: the URL's `pathname`.
+ */
+function routedPath(request: PipelineRequest): string {
+  const url = request.url;
+  const query: Record<string, string | string[] | undefined> = { __proto__: null } as unknown as Record<string, string | string[] | undefined>;
+  request.query = query;
+  let pathname: string;
+  let search: URLSearchParams | null = null;
+  if (PLAIN_TARGET.test(url) && !ENCODED_DOT.test(request.path)) {
+    pathname = request.path;
+    const mark = url.indexOf('?');
+    if (mark >= 0 && mark < url.length - 1) search = new URLSearchParams(url.slice(mark + 1));
+  } else {
+    const parsed = new URL(url);
+    pathname = parsed.pathname;
+    search = parsed.searchParams;
+  }
+  if (search !== null) for (const [key, value] of search) query[key] = query[key] ? ([] as string[]).concat(query[key]!, value) : value;
+  return pathname;
+}
 /**
  * `friends` of `/api/v1/friends/…`; one of the few routes outside `/api/v1/`
  * (the console's session, the probes at the root), each a shard of its own,

@@ -100,11 +100,12 @@ export interface RouteSpec<A extends Auth, P extends AnyObject, Q extends AnyObj
   status?: number;
   /** Codes this route can answer beyond the ones every route of its kind can (see `commonErrors`). */
   errors: readonly ErrorCode[];
-  handle(input: RouteInput<A, z.output<P>, z.output<Q>, z.output<B>>): Promise<z.input<R> | Answer<z.input<R>>>;
+  /** May answer at once (a cached read): the pipeline then spends no promise on it. */
+  handle(input: RouteInput<A, z.output<P>, z.output<Q>, z.output<B>>): Promise<z.input<R> | Answer<z.input<R>>> | z.input<R> | Answer<z.input<R>>;
 }
 
-/** The handler as the router calls it, after the pipeline's caller step. */
-export type Handler = (request: PipelineRequest, ctx: Ctx) => Promise<ApiResponse>;
+/** The handler as the router calls it, after the pipeline's caller step; synchronous when its route's work was. */
+export type Handler = (request: PipelineRequest, ctx: Ctx) => ApiResponse | Promise<ApiResponse>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyRouteSpec = RouteSpec<Auth, any, any, any, any>;
@@ -129,27 +130,51 @@ export function route<A extends Auth, P extends AnyObject = typeof EMPTY, Q exte
   const legacy = spec.legacyKey ?? 'errors';
   // An undeclared part parses as the empty object whatever was sent (zod strips unknown keys), so it is not parsed at all.
   const { params, query } = spec;
-  const handler: Handler = async (request, ctx) => {
+  // Not async: a route whose work is done at once (a cached read) answers without a promise; a throw
+  // reaches the pipeline's catch as a rejection would. No closure is made per request on that path.
+  const handler: Handler = (request, ctx) => {
     spec.precondition?.(ctx);
     const call = request.call;
-    const player = spec.auth === 'player' ? requirePlayer(call) : spec.auth === 'operator' ? null : call.principal;
-    const input = {
+    const parts: Parts = {
+      player: spec.auth === 'player' ? requirePlayer(call) : spec.auth === 'operator' ? null : call.principal,
       params: params ? restInput(params, decodedParams(request.params), 'params', legacy) : {},
       query: query ? restInput(query, firstValues(request.query), 'query', legacy) : {},
-      body: spec.body ? await bodyOf(spec, request, legacy) : undefined,
-      player,
-      operator: spec.auth === 'operator' ? requireOperator(call) : null,
-      ctx,
-      call,
-      request,
-    } as unknown as RouteInput<A, z.output<P>, z.output<Q>, z.output<B>>;
-    const out = await spec.handle(input);
-    const answer = out instanceof Answer ? out : new Answer(out);
-    if (ctx.settings.response_checks) checkResponse(spec, answer.body);
-    return json(answer.body, answer.status, answer.headers);
+    };
+    if (spec.body) return bodyOf(spec, request, legacy).then((body) => run(spec, ctx, request, parts, body));
+    return run(spec, ctx, request, parts, undefined);
   };
   const plane: Plane = spec.auth === 'operator' || onOperatorPlane(spec.path) ? 'operator' : 'client';
   return { method: spec.method, path: spec.path, plane, spec, handler };
+}
+
+/** What a route's handler is given, parsed before its body is read. */
+interface Parts {
+  player: Principal | null;
+  params: unknown;
+  query: unknown;
+}
+
+/** Calls the route's `handle` with its input and answers what it returns, at once when it returned a value. */
+function run(spec: AnyRouteSpec, ctx: Ctx, request: PipelineRequest, parts: Parts, body: unknown): ApiResponse | Promise<ApiResponse> {
+  const call = request.call;
+  const out = spec.handle({
+    params: parts.params,
+    query: parts.query,
+    body,
+    player: parts.player,
+    operator: spec.auth === 'operator' ? requireOperator(call) : null,
+    ctx,
+    call,
+    request,
+  });
+  return out instanceof Promise ? out.then((value) => answer(spec, ctx, value)) : answer(spec, ctx, out);
+}
+
+/** A handler's value as the response: 200 unless it chose an `Answer`. */
+function answer(spec: AnyRouteSpec, ctx: Ctx, out: unknown): ApiResponse {
+  const reply = out instanceof Answer ? out : new Answer(out);
+  if (ctx.settings.response_checks) checkResponse(spec, reply.body);
+  return json(reply.body, reply.status, reply.headers);
 }
 
 /**

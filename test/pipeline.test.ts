@@ -34,6 +34,26 @@ const probes: Route[] = [
   route({
     ...probe,
     method: 'GET',
+    path: '/api/v1/test/boom-now',
+    summary: 'fails before any promise',
+    response: z.object({}),
+    handle: () => {
+      throw new Error('kaboom at once');
+    },
+  }),
+  route({
+    ...probe,
+    method: 'GET',
+    path: '/api/v1/test/:id/query',
+    summary: 'echoes the id and the query parameter q, answering at once',
+    params: z.object({ id: z.string() }),
+    query: z.object({ q: z.string().optional() }),
+    response: z.object({ id: z.string(), q: z.string().optional() }),
+    handle: ({ params, query }) => ({ id: params.id, ...(query.q !== undefined ? { q: query.q } : {}) }),
+  }),
+  route({
+    ...probe,
+    method: 'GET',
     path: '/api/v1/test/:id',
     summary: 'echoes the id',
     params: z.object({ id: z.string() }),
@@ -103,6 +123,30 @@ describe('error contract', () => {
     // Routers are sharded by the first segment, so a pattern starting with a parameter could never match.
     const stray = route({ ...probe, method: 'GET', path: '/api/v1/:realm/x', summary: 'stray', response: z.object({}), handle: async () => ({}) });
     expect(() => createApp(s.ctx, [stray])).toThrow(/not under \/api\/v1\/<literal>/);
+  });
+
+  // The pipeline reads most targets without the URL parser (decision 0060); these read the same either way.
+  it('routes a request target as the URL parser reads it, whether or not it needs parsing', async () => {
+    const get = async (target: string) => (await raw('GET', target, { headers: {} })).body;
+    expect(await get('/api/v1/test/a%20b/query?q=x+y%21')).toEqual({ id: 'a b', q: 'x y!' });
+    expect(await get('/api/v1/test/7/query?q=&q=5')).toEqual({ id: '7', q: '5' });
+    expect(await get('/api/v1/test/7/query?q=1&q=2')).toEqual({ id: '7', q: '1' });
+    expect(await get('/api/v1/test/7/query?')).toEqual({ id: '7' });
+    // Dot segments, encoded or not, are resolved before routing; the parser percent-encodes an apostrophe in a query and decodes it again.
+    expect(await get('/api/v1/test/x/../8/query?q=%27a%27')).toEqual({ id: '8', q: "'a'" });
+    expect(await get("/api/v1/test/9/./query?q='b'")).toEqual({ id: '9', q: "'b'" });
+    expect((await get('/api/v1/test/%2e%2e/query')).error.code).toBe('not_found');
+    expect((await get('/api/v1/test/x/%2E%2E/7')).id).toBe('7');
+    // A second question mark belongs to the query: the key is `?q`, not `q`.
+    expect(await get('/api/v1/test/7/query??q=1')).toEqual({ id: '7' });
+    // A backslash reads as a slash in an http URL.
+    expect(await get('/api/v1/test/x\\..\\11/query')).toEqual({ id: '11' });
+  });
+
+  it('answers a handler that throws before any promise as one that rejects', async () => {
+    const res = await s.call('GET', '/api/v1/test/boom-now');
+    expectError(res, 500, 'internal');
+    expect(s.logs.filter((l) => l.event === 'unhandled_exception' && l.request_id === res.headers.get('x-request-id'))).toHaveLength(1);
   });
 
   it('answers a path outside the API with the error object', async () => {

@@ -1,6 +1,7 @@
 import type { Ctx } from '../../runtime/contracts/context';
 import type { AnyRouteSpec } from '../contract';
-import { bearerOf, type PipelineRequest } from '../http';
+import type { RateLimitGroup } from '../../runtime/contracts/settings';
+import { bearerOf, type Call, type PipelineRequest } from '../http';
 import { spend } from './rate-bucket';
 
 /**
@@ -16,18 +17,30 @@ import { spend } from './rate-bucket';
 export function playerCaller(spec: Pick<AnyRouteSpec, 'auth' | 'rate'>, ctx: Ctx) {
   const group = spec.rate;
   const byAddress = group === 'register' || group === 'auth';
-  return async (request: PipelineRequest): Promise<undefined> => {
+  // Not async: a token the cache holds resolves at once, and the step then costs no promise (nor a closure).
+  return (request: PipelineRequest): undefined | Promise<undefined> => {
     const call = request.call;
     call.bearer = bearerOf(request);
+    if (!call.bearer || spec.auth !== 'player') return spendOwn(ctx, group, byAddress, call, false);
     let addressSpent = false;
-    if (call.bearer && spec.auth === 'player') {
-      call.principal = await ctx.auth.resolve(call.bearer, () => {
-        addressSpent = true;
-        spend(ctx, group, `ip:${call.ip}`);
+    const resolved = ctx.auth.resolve(call.bearer, () => {
+      addressSpent = true;
+      spend(ctx, group, `ip:${call.ip}`);
+    });
+    if (resolved instanceof Promise) {
+      return resolved.then((principal) => {
+        call.principal = principal;
+        return spendOwn(ctx, group, byAddress, call, addressSpent);
       });
     }
-    if (call.principal && !byAddress) spend(ctx, group, `p:${call.principal.playerId}`);
-    else if (!addressSpent) spend(ctx, group, `ip:${call.ip}`);
-    return undefined;
+    call.principal = resolved;
+    return spendOwn(ctx, group, byAddress, call, addressSpent);
   };
+}
+
+/** The signed-in player's bucket, or the address's unless the token lookup already spent that one. */
+function spendOwn(ctx: Ctx, group: RateLimitGroup, byAddress: boolean, call: Call, addressSpent: boolean): undefined {
+  if (call.principal && !byAddress) spend(ctx, group, `p:${call.principal.playerId}`);
+  else if (!addressSpent) spend(ctx, group, `ip:${call.ip}`);
+  return undefined;
 }

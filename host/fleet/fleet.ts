@@ -118,7 +118,7 @@ export class Fleet {
     this.#truth = truth;
     const bus = this.bus;
     return {
-      resolve: (accessToken: string, beforeLookup?: () => void): Promise<Principal | null> => cache.resolve(accessToken, beforeLookup),
+      resolve: (accessToken: string, beforeLookup?: () => void): Principal | null | Promise<Principal | null> => cache.resolve(accessToken, beforeLookup),
       async evictToken(accessToken: string): Promise<void> {
         await cache.evictToken(accessToken);
         // The hash, never the token, leaves the process.

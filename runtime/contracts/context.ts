@@ -97,7 +97,8 @@ export interface TokenResolver {
    * miss), so the caller can spend a rate-limit bucket first; a throw from it
    * ends the resolution.
    */
-  resolve(accessToken: string, beforeLookup?: () => void): Promise<Principal | null>;
+  /** A cached answer comes at once, without a promise (every authenticated request asks). */
+  resolve(accessToken: string, beforeLookup?: () => void): Principal | null | Promise<Principal | null>;
   /** Drops one cached access token at once (logout). */
   evictToken(accessToken: string): Promise<void>;
   /** Drops every cached token of a player at once (family revoked, ban, erasure). */

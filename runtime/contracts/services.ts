@@ -69,8 +69,8 @@ export interface PasswordHasher {
 
 /** Public profiles this node has read (runtime/players/profile-cache.ts); every change made through this node evicts at once. */
 export interface CachedProfiles {
-  /** The cached profile, or `load`'s answer (kept unless an eviction came in meanwhile). */
-  read(playerId: string, load: (playerId: string) => Promise<Player>): Promise<Player>;
+  /** The cached profile, at once (no promise: the most common read of the API answers without one), or `load`'s answer (kept unless an eviction came in meanwhile). */
+  read(playerId: string, load: (playerId: string) => Promise<Player>): Player | Promise<Player>;
   evict(playerId: string): void;
 }
 

@@ -27,7 +27,8 @@ interface Window {
  * counts exactly as the Node host does.
  */
 export class WindowLimiter implements RateLimiter {
-  readonly #windows = new Map<string, Window>();
+  /** By group, then key: a request's key is looked up as it came, not joined to its group into a new string first. */
+  readonly #windows = new Map<RateLimitGroup, Map<string, Window>>();
   readonly #sweep: ReturnType<typeof setInterval>;
   /** Told of every refusal (the metrics listener counts them by group); null when nobody listens. */
   onRefused: ((group: RateLimitGroup) => void) | null = null;
@@ -52,8 +53,9 @@ export class WindowLimiter implements RateLimiter {
   #decide(group: RateLimitGroup, key: string, spend: boolean): RateDecision {
     const rule = this.rules[group];
     const now = this.now();
-    const id = `${group}\u0000${key}`;
-    let w = this.#windows.get(id);
+    let windows = this.#windows.get(group);
+    if (!windows) this.#windows.set(group, (windows = new Map()));
+    let w = windows.get(key);
     if (SLIDING.has(group)) {
       const log = w?.log ?? [];
       while (log.length > 0 && now - log[0]! >= rule.window) log.shift();
@@ -63,7 +65,7 @@ export class WindowLimiter implements RateLimiter {
       }
       if (spend) {
         log.push(now);
-        if (!w) this.#windows.set(id, { start: now, count: 0, log });
+        if (!w) windows.set(key, { start: now, count: 0, log });
         else w.start = now;
       }
       return ADMITTED;
@@ -72,7 +74,7 @@ export class WindowLimiter implements RateLimiter {
       if (!spend) return ADMITTED;
       // A key's window opens with its first request after the last one closed.
       w = { start: now, count: 0 };
-      this.#windows.set(id, w);
+      windows.set(key, w);
     }
     if (w.count >= rule.limit) {
       this.onRefused?.(group);
@@ -84,14 +86,16 @@ export class WindowLimiter implements RateLimiter {
 
   sweep(): void {
     const now = this.now();
-    for (const [id, w] of this.#windows) {
-      const group = id.slice(0, id.indexOf('\u0000')) as RateLimitGroup;
-      if (now - w.start >= (this.rules[group]?.window ?? 0)) this.#windows.delete(id);
+    for (const [group, windows] of this.#windows) {
+      const window = this.rules[group]?.window ?? 0;
+      for (const [key, w] of windows) if (now - w.start >= window) windows.delete(key);
     }
   }
 
   get size(): number {
-    return this.#windows.size;
+    let size = 0;
+    for (const windows of this.#windows.values()) size += windows.size;
+    return size;
   }
 
   close(): void {

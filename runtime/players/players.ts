@@ -28,7 +28,7 @@ export function profileView(row: Pick<Selectable<PlayersTable>, (typeof PUBLIC_C
   };
 }
 
-export function getPlayer(ctx: Pick<Ctx, 'db' | 'profiles'>, id: string): Promise<Player> {
+export function getPlayer(ctx: Pick<Ctx, 'db' | 'profiles'>, id: string): Player | Promise<Player> {
   return ctx.profiles.read(id, async () => {
     const row = await ctx.db.selectFrom('players').select(PUBLIC_COLUMNS).where('id', '=', id).executeTakeFirst();
     if (!row) throw new ApiError('player.not_found', 'No such player.');

@@ -26,9 +26,11 @@ export class ProfileCache implements CachedProfiles {
     this.#entries = ttlMs > 0 ? new LRUCache<string, Player>({ max: maxEntries, ttl: ttlMs }) : null;
   }
 
-  async read(playerId: string, load: (playerId: string) => Promise<Player>): Promise<Player> {
-    const hit = this.#entries?.get(playerId);
-    if (hit) return hit;
+  read(playerId: string, load: (playerId: string) => Promise<Player>): Player | Promise<Player> {
+    return this.#entries?.get(playerId) ?? this.#load(playerId, load);
+  }
+
+  async #load(playerId: string, load: (playerId: string) => Promise<Player>): Promise<Player> {
     const epoch = this.#epoch;
     // Kept profiles are answered as they are, so their JSON text is written once (frozen: nothing may change a kept one).
     const player = withAnswerText(await load(playerId));
