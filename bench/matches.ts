@@ -90,7 +90,7 @@ for (const mode of MODES) {
       const delivered = states / expected;
       const ok = late.p99 < BUDGET_MS && delivered >= DELIVERED && (!oneCore || gap.p999 <= GAP_MS);
       // The 1-minute load average includes this benchmark's own two or three busy threads.
-      console.log(`p99 ${late.p99} ms, ${(delivered * 100).toFixed(1)} % delivered, client gap p99.9 ${gap.p999} ms, load average ${loadavg()[0]!.toFixed(2)}`);
+      console.log(`p99 ${late.p99} ms, ${(delivered * 100).toFixed(1)} % delivered, ${oneCore ? `client gap p99.9 ${gap.p999} ms, ` : ''}load average ${loadavg()[0]!.toFixed(2)}`);
       if (ok) best.set(mode.name, Math.max(best.get(mode.name)!, n));
       rows.push([
         n === 1 ? '1 (baseline)' : n,
@@ -100,7 +100,8 @@ for (const mode of MODES) {
         late.p99.toFixed(0),
         late.max.toFixed(0),
         `${(delivered * 100).toFixed(1)} %`,
-        `${gap.p99} / ${gap.p999} / ${gap.max}`,
+        // Off one core the load generator at the lowest priority reads in bursts: its gaps are its own.
+        oneCore ? `${gap.p99} / ${gap.p999} / ${gap.max}` : '—',
         `${((cpu1 - cpu0) / (seconds * 10)).toFixed(0)} %`,
         `${((main1 - main0) / (seconds * 10)).toFixed(0)} %`,
         `${((loadCpu1 - loadCpu0) / (seconds * 10)).toFixed(0)} %`,
