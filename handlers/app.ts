@@ -32,8 +32,8 @@ export type ServedObserver = (route: string | undefined, method: string, status:
 export interface App {
   /** For fetch-standard hosts (Workers-style runtimes). */
   fetch(request: Request, meta: RequestMeta): Promise<Response>;
-  /** For hosts that write the response themselves (the Node adapter). */
-  handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse>;
+  /** For hosts that write the response themselves (the Node adapter): at once when every step answered at once. */
+  handle(request: RequestLike, meta: RequestMeta): ApiResponse | Promise<ApiResponse>;
 }
 
 /**
@@ -60,7 +60,7 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes(), served?: Serv
   const mounted = ctx.settings.console ? routes : routes.filter((r) => !r.path.startsWith('/console/'));
   const dispatch = routerFor([...mounted, ...extensionActionRoutes(ctx.extensions)], ctx, hooks);
 
-  function handle(request: RequestLike, meta: RequestMeta): Promise<ApiResponse> {
+  function handle(request: RequestLike, meta: RequestMeta): ApiResponse | Promise<ApiResponse> {
     const call: Call = {
       requestId: meta.requestId,
       ip: meta.ip,
@@ -82,16 +82,20 @@ export function createApp(ctx: Ctx, routes: Route[] = allRoutes(), served?: Serv
     };
     const answered = dispatch(entering);
     if (!served) return answered;
-    return answered.then((response) => {
-      served(entering.route, entering.method, response.status, meta);
-      return response;
-    });
+    if (answered instanceof Promise) return answered.then((response) => tell(served, entering, response, meta));
+    return tell(served, entering, answered, meta);
   }
 
   return {
     handle,
     fetch: async (request, meta) => toFetchResponse(await handle({ method: request.method, url: request.url, headers: request.headers, body: request.body }, meta)),
   };
+}
+
+/** Tells the observer of an answered request; returns the answer. */
+function tell(served: ServedObserver, request: PipelineRequest, response: ApiResponse, meta: RequestMeta): ApiResponse {
+  served(request.route, request.method, response.status, meta);
+  return response;
 }
 
 type Hooks = {
@@ -115,7 +119,7 @@ type Step = (request: PipelineRequest, ctx: Ctx) => ApiResponse | undefined | Pr
  * itty compiles each route's pattern and holds the table; `answer` walks it
  * as itty's `fetch` does (decision 0060).
  */
-function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineRequest) => Promise<ApiResponse> {
+function routerFor(routes: Route[], ctx: Ctx, hooks: Hooks): (request: PipelineRequest) => ApiResponse | Promise<ApiResponse> {
   const make = () => Router<PipelineRequest, [Ctx]>();
   const shards = new Map<string, ReturnType<typeof make>>();
   const roots = new Set(routes.filter((r) => !r.path.startsWith('/api/v1/') && !/[:*]/.test(r.path)).map((r) => r.path));
@@ -155,36 +159,59 @@ type RouteRow = [method: string, pattern: RegExp, steps: Step[], route: string];
  * the finally hooks see every answer. Two things differ, neither visible to
  * a step: a step's result is awaited only when it is a promise (itty awaits
  * each, a turn of the event loop's microtask queue per step, and most of
- * ours answer at once), and the URL is parsed only when `plainTarget` cannot
- * read its path and query as the parser would.
+ * ours answer at once), so a request whose steps all answered at once is
+ * answered without a promise at all; and the URL is parsed only when
+ * `routedPath` cannot read its path and query as the parser would.
  */
-async function answer(table: RouteRow[], request: PipelineRequest, ctx: Ctx, hooks: Hooks): Promise<ApiResponse> {
+function answer(table: RouteRow[], request: PipelineRequest, ctx: Ctx, hooks: Hooks): ApiResponse | Promise<ApiResponse> {
   const pathname = routedPath(request);
-  let response: ApiResponse | undefined;
+  let reached: ApiResponse | undefined | Promise<ApiResponse | undefined>;
   try {
-    answering: {
-      for (const step of hooks.before) {
-        response = step(request);
-        if (response != null) break answering;
-      }
-      for (const [method, pattern, steps, route] of table) {
-        if (method !== request.method && method !== 'ALL') continue;
-        const match = pattern.exec(pathname);
-        if (match === null) continue;
-        request.params = match.groups || {};
-        request.route = route;
-        for (const step of steps) {
-          const result = step(request, ctx);
-          response = result instanceof Promise ? await result : result;
-          if (response != null) break answering;
-        }
-      }
+    for (const step of hooks.before) {
+      reached = step(request);
+      if (reached != null) break;
     }
+    reached ??= walk(table, 0, 0, pathname, request, ctx);
   } catch (err) {
-    response = hooks.catch(err, request);
+    return settle(hooks.catch(err, request), request, hooks);
   }
+  if (reached instanceof Promise) {
+    return reached.then(
+      (response) => settle(response, request, hooks),
+      (err: unknown) => settle(hooks.catch(err, request), request, hooks),
+    );
+  }
+  return settle(reached, request, hooks);
+}
+
+/**
+ * Runs the route table from row `from`, step `next` (a row's pattern is
+ * matched when its first step is due): the first answer, nothing when no
+ * step answered, or, once a step returned a promise, a promise of either.
+ */
+function walk(table: RouteRow[], from: number, next: number, pathname: string, request: PipelineRequest, ctx: Ctx): ApiResponse | undefined | Promise<ApiResponse | undefined> {
+  for (let row = from, first = next; row < table.length; row++, first = 0) {
+    const [method, pattern, steps, route] = table[row]!;
+    if (first === 0) {
+      if (method !== request.method && method !== 'ALL') continue;
+      const match = pattern.exec(pathname);
+      if (match === null) continue;
+      request.params = match.groups || {};
+      request.route = route;
+    }
+    for (let at = first; at < steps.length; at++) {
+      const result = steps[at]!(request, ctx);
+      if (result instanceof Promise) return result.then((response) => response ?? walk(table, row, at + 1, pathname, request, ctx));
+      if (result != null) return result;
+    }
+  }
+  return undefined;
+}
+
+/** The finally hooks over what the route left (itty hands them nothing when no step answered; our catch-all route always does). */
+function settle(reached: ApiResponse | undefined, request: PipelineRequest, hooks: Hooks): ApiResponse {
+  let response = reached;
   try {
-    // itty hands the finally hooks whatever the route left, an answer or nothing (our catch-all route always answers).
     for (const step of hooks.finally) response = step(response!, request) ?? response;
   } catch (err) {
     response = hooks.catch(err, request);

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../handlers/app';
 import type { Route } from '../handlers/contract';
@@ -159,13 +159,22 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     // In flight = the handler has not settled (its database work included),
     // whether or not the client is still there to read the answer.
     inFlight++;
-    handle(req, res).then(settled, (err) => {
-      log.error('adapter_failure', { error: err });
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({ error: { code: 'internal', message: 'An internal error occurred.', details: {} } }));
-      settled();
-    });
+    // The handler answers at once when it can (host/http/adapter.ts): a promise only when it could not.
+    let handled: void | Promise<void>;
+    try {
+      handled = handle(req, res);
+    } catch (err) {
+      return failed(res, err);
+    }
+    if (handled instanceof Promise) handled.then(settled, (err: unknown) => failed(res, err));
+    else settled();
   });
+  function failed(res: ServerResponse, err: unknown): void {
+    log.error('adapter_failure', { error: err });
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify({ error: { code: 'internal', message: 'An internal error occurred.', details: {} } }));
+    settled();
+  }
   function settled(): void {
     inFlight--;
     if (inFlight === 0) drained?.();

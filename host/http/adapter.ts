@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { App } from '../../handlers/app';
+import type { App, RequestMeta } from '../../handlers/app';
 import { MAX_BODY_BYTES } from '../../handlers/body';
-import { errorResponse, type HeaderReader, type RequestLike } from '../../handlers/http';
+import { errorResponse, type ApiResponse, type HeaderReader, type RequestLike } from '../../handlers/http';
 import { HSTS } from '../../handlers/pipeline/security-headers';
 import { ApiError } from '../../runtime/contracts/errors';
 import type { IdSource } from '../../runtime/platform/ids';
@@ -31,7 +31,8 @@ export function nodeHandler(options: AdapterOptions) {
     refuseBody(req, res, err, requestId, secure);
     refused?.(req.method ?? 'GET', err.status, arrived);
   };
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  // Not async: a request without a body whose pipeline answered at once is written at once, without a promise.
+  return (req: IncomingMessage, res: ServerResponse): void | Promise<void> => {
     const peer = req.socket.remoteAddress ?? '';
     const trusted = proxies.trusts(peer);
     const secure = Boolean((req.socket as { encrypted?: boolean }).encrypted) || (trusted && req.headers['x-forwarded-proto'] === 'https');
@@ -47,33 +48,39 @@ export function nodeHandler(options: AdapterOptions) {
     const length = declared === undefined ? 0 : Number(declared);
     if (!Number.isSafeInteger(length) || length < 0) return refuse(req, res, new ApiError('length_required'), requestId, arrived, secure);
     if (length > MAX_BODY_BYTES) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived, secure);
-
-    let body: Buffer | null = null;
-    if (length > 0) {
-      body = await readBody(req, length);
+    const meta: RequestMeta = { ip, requestId, secure, arrived };
+    if (length === 0) return respond(app, req, res, null, meta);
+    return readBody(req, length).then((body) => {
       if (body === null) return refuse(req, res, new ApiError('payload_too_large', undefined, { limit: MAX_BODY_BYTES }), requestId, arrived, secure);
-    }
-
-    // Routing reads only the path and query, and the Host header is the client's to choose: a
-    // fixed authority keeps a malformed one (`[::1`, `a b`, `a/b`) from failing the URL parse
-    // (500) or shifting the path. A target that is not a path (`*`, absolute-form) routes nowhere.
-    const target = req.url?.startsWith('/') ? req.url : '/';
-    const url = `${secure ? 'https' : 'http'}://localhost${target}`;
-    const request: RequestLike = { method: req.method ?? 'GET', url, headers: new NodeHeaders(req.headers), body: null, bufferedBody: body };
-
-    const reply = await app.handle(request, { ip, requestId, secure, arrived });
-    // A flat [name, value, ...] list is node's cheapest header form; headers
-    // and a string body then go out in one write.
-    const flat: string[] = [];
-    for (const name in reply.headers) {
-      const value = reply.headers[name]!;
-      if (Array.isArray(value)) for (const v of value) flat.push(name, v);
-      else flat.push(name, value);
-    }
-    flat.push('content-length', String(Buffer.byteLength(reply.body)));
-    res.writeHead(reply.status, flat);
-    res.end(reply.body);
+      return respond(app, req, res, body, meta);
+    });
   };
+}
+
+/** Hands the request to the app and writes its answer, at once when the app answered at once. */
+function respond(app: App, req: IncomingMessage, res: ServerResponse, body: Buffer | null, meta: RequestMeta): void | Promise<void> {
+  // Routing reads only the path and query, and the Host header is the client's to choose: a
+  // fixed authority keeps a malformed one (`[::1`, `a b`, `a/b`) from failing the URL parse
+  // (500) or shifting the path. A target that is not a path (`*`, absolute-form) routes nowhere.
+  const target = req.url?.startsWith('/') ? req.url : '/';
+  const url = `${meta.secure ? 'https' : 'http'}://localhost${target}`;
+  const request: RequestLike = { method: req.method ?? 'GET', url, headers: new NodeHeaders(req.headers), body: null, bufferedBody: body };
+  const reply = app.handle(request, meta);
+  if (reply instanceof Promise) return reply.then((answered) => write(res, answered));
+  write(res, reply);
+}
+
+/** Writes an answer: a flat [name, value, ...] list is node's cheapest header form; headers and a string body then go out in one write. */
+function write(res: ServerResponse, reply: ApiResponse): void {
+  const flat: string[] = [];
+  for (const name in reply.headers) {
+    const value = reply.headers[name]!;
+    if (Array.isArray(value)) for (const v of value) flat.push(name, v);
+    else flat.push(name, value);
+  }
+  flat.push('content-length', String(Buffer.byteLength(reply.body)));
+  res.writeHead(reply.status, flat);
+  res.end(reply.body);
 }
 
 /** fetch-style read access over node's already-parsed, lower-cased header object. */
