@@ -53,7 +53,8 @@ export class Session {
 }
 
 export class SessionRegistry {
-  readonly #byPlayer = new Map<string, Set<Session>>();
+  /** player → their socket (nearly always one, held as it is: a set per player was a thirtieth of an idle socket's heap), or a set of them. */
+  readonly #byPlayer = new Map<string, Session | Set<Session>>();
   readonly #all = new Set<Session>();
   readonly #goneListeners: ((playerId: string) => void)[] = [];
   readonly #boundListeners: ((playerId: string) => void)[] = [];
@@ -90,11 +91,10 @@ export class SessionRegistry {
     this.#unbind(session);
     session.playerId = playerId;
     session.tokenId = tokenId;
-    let set = this.#byPlayer.get(playerId);
-    const first = !set;
-    if (!set) this.#byPlayer.set(playerId, (set = new Set()));
-    set.add(session);
-    if (first) for (const listener of this.#boundListeners) listener(playerId);
+    const held = this.#byPlayer.get(playerId);
+    if (held instanceof Set) held.add(session);
+    else this.#byPlayer.set(playerId, held === undefined ? session : new Set([held, session]));
+    if (held === undefined) for (const listener of this.#boundListeners) listener(playerId);
   }
 
   remove(session: Session): void {
@@ -106,13 +106,15 @@ export class SessionRegistry {
     const playerId = session.playerId;
     if (playerId === null) return;
     session.playerId = null;
-    const set = this.#byPlayer.get(playerId);
-    if (!set) return;
-    set.delete(session);
-    if (set.size === 0) {
-      this.#byPlayer.delete(playerId);
-      for (const listener of this.#goneListeners) listener(playerId);
+    const held = this.#byPlayer.get(playerId);
+    if (held instanceof Set) {
+      held.delete(session);
+      if (held.size === 1) this.#byPlayer.set(playerId, held.values().next().value!);
+      return;
     }
+    if (held !== session) return;
+    this.#byPlayer.delete(playerId);
+    for (const listener of this.#goneListeners) listener(playerId);
   }
 
   /** Whether the player has a bound socket on this node. */
@@ -132,24 +134,30 @@ export class SessionRegistry {
 
   /** Encodes once, sends to every socket of the player; returns how many got it. */
   push(playerId: string, frame: ServerFrame): number {
-    const set = this.#byPlayer.get(playerId);
-    if (!set) return 0;
+    const held = this.#byPlayer.get(playerId);
+    if (held === undefined) return 0;
     const text = JSON.stringify(frame);
     const sent = this.metrics.frameOut(frame.type);
-    for (const s of set) s.sendText(text, sent);
-    return set.size;
+    if (!(held instanceof Set)) {
+      held.sendText(text, sent);
+      return 1;
+    }
+    for (const s of held) s.sendText(text, sent);
+    return held.size;
   }
 
   /** Like `push`, with the frame already encoded (one encoding for many players); `sent` as in `Session.sendText`. */
   pushText(playerId: string, text: string, sent: Tally): void {
-    const set = this.#byPlayer.get(playerId);
-    if (set) for (const s of set) s.sendText(text, sent);
+    const held = this.#byPlayer.get(playerId);
+    if (held instanceof Set) for (const s of held) s.sendText(text, sent);
+    else held?.sendText(text, sent);
   }
 
   /** Closes every socket of the player with a normal close and no frame. */
   disconnect(playerId: string): void {
-    const set = this.#byPlayer.get(playerId);
-    if (set) for (const s of [...set]) s.close(1000, 'session_closed');
+    const held = this.#byPlayer.get(playerId);
+    if (held instanceof Set) for (const s of [...held]) s.close(1000, 'session_closed');
+    else held?.close(1000, 'session_closed');
   }
 
   /** Closes, normally and without a frame, every socket bound with one of these access tokens. */
