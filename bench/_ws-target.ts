@@ -148,7 +148,8 @@ if (kind === 'bare') {
   });
   const database = overrides.postgres
     ? openPostgres({ ...overrides.postgres, poolSize: settings.db_pool_size, connectTimeoutMs: settings.db_connect_timeout_ms, statementTimeoutMs: settings.db_statement_timeout_ms })
-    : await openEmbedded({});
+    : // As `npm start` opens it: the memory saver is the production default (issue 33 measures cold tokens with it on).
+      await openEmbedded({ memorySaver: settings.embedded_memory_saver });
   const gameDir = overrides.gameDir ?? path.join(svcRoot, 'examples/demo-game');
   let log = silentLogger;
   if (overrides.productionLog) {
