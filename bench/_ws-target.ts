@@ -1,4 +1,5 @@
-// A benchmark target in its own process: `bare` is a plain `ws` echo server,
+// A benchmark target in its own process: `bare` is a plain `ws` echo server
+// (`bare-json` one that parses each frame and answers in JSON),
 // `bare-game` a plain `ws` server doing the least a game backend must (see
 // below), `svc` is the real node (in-memory embedded database unless told otherwise, the demo game). The
 // parent drives it over IPC: `provision` players and tokens, `memory`
@@ -39,10 +40,18 @@ function memory() {
   return { rss: m.rss, heap: m.heapUsed, external: m.external + m.arrayBuffers };
 }
 
-if (kind === 'bare') {
+if (kind === 'bare' || kind === 'bare-json') {
+  // `bare-json` answers like svc's heartbeat, parsing each frame and writing a reply: the floor of any JSON protocol.
+  const json = kind === 'bare-json';
   const server = createServer();
   const wss = new WebSocketServer({ server, perMessageDeflate: false });
-  wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })));
+  wss.on('connection', (ws) =>
+    ws.on('message', (data, isBinary) => {
+      if (!json) return ws.send(data, { binary: isBinary });
+      const frame = JSON.parse(data.toString()) as { type: string; cid?: unknown };
+      ws.send(JSON.stringify({ type: frame.type, cid: frame.cid, payload: { ts: Date.now() } }));
+    }),
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   serveParent({ port: (server.address() as { port: number }).port }, { memory });
 } else if (kind === 'bare-game') {

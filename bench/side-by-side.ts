@@ -57,14 +57,14 @@ async function withPair<T>(target: Child, run: (load: Child) => Promise<T>): Pro
   }
 }
 
-const startTarget = (kind: Kind | 'bare-echo', extra: Record<string, unknown> = {}) =>
+const startTarget = (kind: Kind | 'bare-echo' | 'bare-json', extra: Record<string, unknown> = {}) =>
   kind === 'svc'
     ? forkChild('_ws-target.ts', ['svc', svcArgs], { ...targetPlacement, nodeFlags: ['--expose-gc'] })
-    : forkChild('_ws-target.ts', [kind === 'bare' ? 'bare-game' : 'bare', JSON.stringify(extra)], { ...targetPlacement, nodeFlags: ['--expose-gc'] });
+    : forkChild('_ws-target.ts', [kind === 'bare' ? 'bare-game' : kind === 'bare-json' ? 'bare-json' : 'bare', JSON.stringify(extra)], { ...targetPlacement, nodeFlags: ['--expose-gc'] });
 
-/** µs of target CPU per heartbeat round trip. */
-async function heartbeat(kind: Kind): Promise<number> {
-  const target = await startTarget(kind === 'svc' ? 'svc' : 'bare-echo');
+/** µs of target CPU per heartbeat round trip; `json` is the bare server that parses and answers JSON. */
+async function heartbeat(kind: Kind | 'json'): Promise<number> {
+  const target = await startTarget(kind === 'svc' ? 'svc' : kind === 'json' ? 'bare-json' : 'bare-echo');
   return withPair(target, async (load) => {
     const tokens = kind === 'svc' ? (await target.request('provision', { n: CONNECTIONS })).tokens : null;
     await load.request('heartbeat', { port: target.port, tokens, connections: CONNECTIONS, seconds: 2, paceMs: PACE_MS });
@@ -144,6 +144,8 @@ interface Scenario {
 
 const scenarios: Scenario[] = [
   { name: `heartbeat: server CPU per round trip (${CONNECTIONS} clients at 50/s)`, unit: 'µs', target: { op: '≤', ratio: 1.15 }, svc: [], bare: [] },
+  // A reference, not svc: in the svc column a bare server that parses each frame and answers JSON, against the echo.
+  { name: 'heartbeat, reference: bare ws parsing and answering JSON (svc column) vs the echo', unit: 'µs', target: null, svc: [], bare: [] },
   { name: `idle sockets: heap per authenticated socket (${IDLE})`, unit: 'KB', target: { op: '≤', ratio: 1.3 }, svc: [], bare: [] },
   { name: `connect storm: connects/s, cold tokens (${SOCKETS}, 500 in flight)`, unit: '/s', target: { op: '≥', ratio: 0.8 }, svc: [], bare: [] },
   { name: 'connect storm: server CPU per connect (same runs)', unit: 'µs', target: null, svc: [], bare: [] },
@@ -161,23 +163,28 @@ for (let round = 1; round <= ROUNDS; round++) {
     progress(` heartbeat, ${kind}`);
     scenarios[0]![kind].push(await heartbeat(kind));
   }
+  if (ONLY.has('heartbeat')) {
+    progress(' heartbeat, bare JSON');
+    scenarios[1]!.svc.push(await heartbeat('json'));
+    scenarios[1]!.bare.push(scenarios[0]!.bare[scenarios[0]!.bare.length - 1]!);
+  }
   for (const kind of ONLY.has('idle') ? order : []) {
     progress(` idle sockets, ${kind}`);
-    scenarios[1]![kind].push(await idle(kind));
+    scenarios[2]![kind].push(await idle(kind));
   }
   for (const kind of ONLY.has('storm') ? order : []) {
     progress(` connect storm, ${kind}`);
     const r = await storm(kind);
-    scenarios[2]![kind].push(r.rate);
-    scenarios[3]![kind].push(r.us);
+    scenarios[3]![kind].push(r.rate);
+    scenarios[4]![kind].push(r.us);
   }
   if (!ONLY.has('matches')) continue;
   // svc first: the bare loop sends frames the size svc's were.
   progress(' matches, svc');
   const svcMatches = await matches('svc', 0);
-  scenarios[4]!.svc.push(svcMatches.us);
+  scenarios[5]!.svc.push(svcMatches.us);
   progress(` matches, bare (${svcMatches.stateBytes}-byte frames)`);
-  scenarios[4]!.bare.push((await matches('bare', svcMatches.stateBytes)).us);
+  scenarios[5]!.bare.push((await matches('bare', svcMatches.stateBytes)).us);
 }
 loads.push(loadavg()[0]!);
 
