@@ -1,7 +1,7 @@
 // `npm run bench -- matches [seconds] [counts...] [main|pool] [equal] [one-core]`: concurrent 2-player arena
 // matches of the demo game at the fixed 10 Hz tick, in two script modes in
 // one run: `match_workers: 0` (the scripts on the main thread, as before the
-// worker pool) and the default pool (cores - 1 workers, at least 1). For each
+// worker pool) and the default pool (usable CPUs - 1 workers, at least 1: decision 0058). For each
 // count the node runs that many matches with two connected players each
 // (matched by the matchmaker, steering twice a second) and reports the tick
 // lateness (due on the wheel -> started in its lane, skipped ticks counted as
