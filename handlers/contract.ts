@@ -135,33 +135,24 @@ export function route<A extends Auth, P extends AnyObject = typeof EMPTY, Q exte
   const handler: Handler = (request, ctx) => {
     spec.precondition?.(ctx);
     const call = request.call;
-    const parts: Parts = {
-      player: spec.auth === 'player' ? requirePlayer(call) : spec.auth === 'operator' ? null : call.principal,
-      params: params ? restInput(params, decodedParams(request.params), 'params', legacy) : {},
-      query: query ? restInput(query, firstValues(request.query), 'query', legacy) : {},
-    };
-    if (spec.body) return bodyOf(spec, request, legacy).then((body) => run(spec, ctx, request, parts, body));
-    return run(spec, ctx, request, parts, undefined);
+    const player = spec.auth === 'player' ? requirePlayer(call) : spec.auth === 'operator' ? null : call.principal;
+    const parsedParams = params ? restInput(params, decodedParams(request.params), 'params', legacy) : {};
+    const parsedQuery = query ? restInput(query, firstValues(request.query), 'query', legacy) : {};
+    if (spec.body) return bodyOf(spec, request, legacy).then((body) => run(spec, ctx, request, player, parsedParams, parsedQuery, body));
+    return run(spec, ctx, request, player, parsedParams, parsedQuery, undefined);
   };
   const plane: Plane = spec.auth === 'operator' || onOperatorPlane(spec.path) ? 'operator' : 'client';
   return { method: spec.method, path: spec.path, plane, spec, handler };
 }
 
-/** What a route's handler is given, parsed before its body is read. */
-interface Parts {
-  player: Principal | null;
-  params: unknown;
-  query: unknown;
-}
-
-/** Calls the route's `handle` with its input and answers what it returns, at once when it returned a value. */
-function run(spec: AnyRouteSpec, ctx: Ctx, request: PipelineRequest, parts: Parts, body: unknown): ApiResponse | Promise<ApiResponse> {
+/** Calls the route's `handle` with its input (the parts parsed before the body was read, and the body) and answers what it returns, at once when it returned a value. */
+function run(spec: AnyRouteSpec, ctx: Ctx, request: PipelineRequest, player: Principal | null, params: unknown, query: unknown, body: unknown): ApiResponse | Promise<ApiResponse> {
   const call = request.call;
   const out = spec.handle({
-    params: parts.params,
-    query: parts.query,
+    params,
+    query,
     body,
-    player: parts.player,
+    player,
     operator: spec.auth === 'operator' ? requireOperator(call) : null,
     ctx,
     call,
@@ -170,11 +161,12 @@ function run(spec: AnyRouteSpec, ctx: Ctx, request: PipelineRequest, parts: Part
   return out instanceof Promise ? out.then((value) => answer(spec, ctx, value)) : answer(spec, ctx, out);
 }
 
-/** A handler's value as the response: 200 unless it chose an `Answer`. */
+/** A handler's value as the response: 200 unless it chose an `Answer` (a plain value is not wrapped in one first). */
 function answer(spec: AnyRouteSpec, ctx: Ctx, out: unknown): ApiResponse {
-  const reply = out instanceof Answer ? out : new Answer(out);
-  if (ctx.settings.response_checks) checkResponse(spec, reply.body);
-  return json(reply.body, reply.status, reply.headers);
+  const chosen = out instanceof Answer;
+  const body: unknown = chosen ? out.body : out;
+  if (ctx.settings.response_checks) checkResponse(spec, body);
+  return chosen ? json(body, out.status, out.headers) : json(body);
 }
 
 /**
