@@ -167,7 +167,7 @@ export class Gateway {
     if (!this.ctx.limits.take('ws_connect', `ip:${ip}`).ok) return void ws.close(1008, 'rate_limited');
     if (!this.#originAllowed(req.headers.origin)) return void ws.close(1008, 'origin_rejected');
 
-    const session = new Session(this.#nextId++, ws, ip, this.ctx.clock.now(), this.metrics);
+    const session = new Session(this.#nextId++, ws, req.socket, ip, this.ctx.clock.now(), this.metrics);
     this.sessions.add(session);
     session.idleAuthTimer = setTimeout(() => session.close(1008, 'idle_auth_timeout'), this.ctx.settings.ws_idle_auth_timeout_ms);
     session.idleAuthTimer.unref();

@@ -1,6 +1,36 @@
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { ServerFrame } from '../../runtime/contracts/frame-envelope';
 import { NO_METRICS, type MetricHooks, type Tally } from '../metrics/registry';
+
+/**
+ * Holds the frames written to a socket in one turn of the event loop and lets
+ * them all go at the turn's end (decision 0062): a socket is corked at its
+ * first frame of the turn and uncorked after the turn's I/O. Written one by
+ * one, replies trickled out while the client slept between them, and each
+ * wake-up was billed to the writing call.
+ */
+class TurnWrites {
+  readonly #held: Session[] = [];
+
+  hold(session: Session): void {
+    if (session.held) return;
+    session.held = true;
+    session.raw.cork();
+    if (this.#held.push(session) === 1) setImmediate(this.#release);
+  }
+
+  readonly #release = (): void => {
+    const held = this.#held;
+    for (let i = 0; i < held.length; i++) {
+      held[i]!.held = false;
+      held[i]!.raw.uncork();
+    }
+    held.length = 0;
+  };
+}
+
+const turnWrites = new TurnWrites();
 
 /**
  * Live sockets and who they belong to. A player may hold several sockets at
@@ -21,12 +51,16 @@ export class Session {
   backlog: string[] | null = null;
   busy = false;
   idleAuthTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Corked until the end of this turn of the event loop (TurnWrites). */
+  held = false;
   /** With `response_checks` on, sees every frame before it goes out and may hold it back (frame-checks.ts); null otherwise. */
   checkOut: ((text: string) => boolean) | null = null;
 
   constructor(
     readonly id: number,
     readonly socket: WebSocket,
+    /** The TCP socket under `socket`, which `ws` writes to. */
+    readonly raw: Duplex,
     readonly ip: string,
     now: number,
     private readonly metrics: MetricHooks = NO_METRICS,
@@ -43,6 +77,7 @@ export class Session {
   sendText(text: string, sent: Tally): void {
     if (this.socket.readyState !== 1) return;
     if (this.checkOut !== null && !this.checkOut(text)) return;
+    turnWrites.hold(this);
     this.socket.send(text);
     sent.n++;
   }
