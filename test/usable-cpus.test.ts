@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cgroupCpuQuota, quotaFromCfs, quotaFromCpuMax, usableCpus } from '../host/realtime/lanes/usable-cpus';
 import { scriptWorkers } from '../host/realtime/live';
+import { workerCount } from '../host/fleet/workers';
 
 /** A file system of given texts, for the cgroup readers. */
 const files = (texts: Record<string, string>) => (file: string) => texts[file] ?? null;
@@ -77,5 +78,14 @@ describe('the default script placement', () => {
   it('leaves match_workers alone when it is set', () => {
     expect(scriptWorkers({ match_workers: 0 }, () => 8)).toBe(0);
     expect(scriptWorkers({ match_workers: 3 }, () => 1)).toBe(3);
+  });
+});
+
+describe('the number of host processes', () => {
+  it('reads workers: "auto" as one per usable CPU, so a one-CPU container runs one process', () => {
+    expect(workerCount({ workers: 'auto' }, () => 1)).toBe(1);
+    expect(workerCount({ workers: 'auto' }, () => 4)).toBe(4);
+    expect(workerCount({ workers: 'auto' })).toBe(usableCpus());
+    expect(workerCount({ workers: 2 }, () => 1)).toBe(2);
   });
 });

@@ -1,14 +1,14 @@
 import cluster, { type Worker } from 'node:cluster';
-import { availableParallelism } from 'node:os';
 import type { Settings } from '../../runtime/contracts/settings';
 import type { Logger } from '../../runtime/platform/log';
+import { usableCpus } from '../realtime/lanes/usable-cpus';
 
 /** The message a worker sends its primary once its routes answer. */
 export const WORKER_READY = 'svc_worker_ready';
 
-/** `workers`, with `auto` read as one per core. */
-export function workerCount(settings: Pick<Settings, 'workers'>): number {
-  return settings.workers === 'auto' ? availableParallelism() : settings.workers;
+/** `workers`, with `auto` read as one per CPU the process may use (its affinity, lowered to its cgroup's quota: decision 0058). */
+export function workerCount(settings: Pick<Settings, 'workers'>, usable: () => number = () => usableCpus()): number {
+  return settings.workers === 'auto' ? usable() : settings.workers;
 }
 
 /**
