@@ -69,21 +69,15 @@ async function ownerInRoom() {
 }
 
 describe('a socket that closes while its join is in flight', () => {
-  it('match.join: the player does not stay in the match', async () => {
+  // Either way in: by the room's id, or by its mode (quick play converges on the owner's room).
+  const joins: [string, (matchId: string) => Record<string, unknown>][] = [
+    ['match.join', (matchId) => ({ match_id: matchId })],
+    ['match.find_or_create', () => ({ mode: 'room' })],
+  ];
+  it.each(joins)('%s: the player does not stay in the match', async (type, payload) => {
     const owner = await ownerInRoom();
     const leaver = await connectPlayer(s, 'leaver');
-    leaver.socket.send({ type: 'match.join', payload: { match_id: owner.matchId, ctx: { spin: 1_000_000 } } });
-    await new Promise((r) => setTimeout(r, 5));
-    leaver.socket.close();
-    expect(await settled(owner.socket)).toEqual({ count: 1, joins: 2 });
-    await owner.socket.request('match.leave');
-    owner.socket.close();
-  }, 30_000);
-
-  it('match.find_or_create: the player does not stay in the match', async () => {
-    const owner = await ownerInRoom();
-    const leaver = await connectPlayer(s, 'leaver');
-    leaver.socket.send({ type: 'match.find_or_create', payload: { mode: 'room', ctx: { spin: 1_000_000 } } });
+    leaver.socket.send({ type, payload: { ...payload(owner.matchId), ctx: { spin: 1_000_000 } } });
     await new Promise((r) => setTimeout(r, 5));
     leaver.socket.close();
     expect(await settled(owner.socket)).toEqual({ count: 1, joins: 2 });
