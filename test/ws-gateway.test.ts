@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { LiveHost } from '../host/realtime/live';
 import { ApiError } from '../runtime/contracts/errors';
 import { FrameError } from '../runtime/contracts/frame-envelope';
+import { encodeWorldTick } from '../runtime/worlds/binary-wire';
 import { startTestServer, type TestServer } from './support/server';
 import { connectPlayer, expectErrorFrame, registerPlayer, TestSocket, type Frame } from './support/ws-client';
 
@@ -17,10 +20,32 @@ describe('session.connect', () => {
   it('answers session.connected with the player id and the json wire, echoing the cid', async () => {
     const player = await registerPlayer(s);
     const sock = await TestSocket.open(s);
-    sock.send({ type: 'session.connect', cid: '1', payload: { token: player.token, wire: 'binary' } });
+    sock.send({ type: 'session.connect', cid: '1', payload: { token: player.token } });
     const f = await sock.next();
     expect(f).toEqual({ type: 'session.connected', cid: '1', payload: { player_id: player.playerId, wire: 'json' } });
     sock.close();
+  });
+
+  it('grants the binary wire to a connect that asks for it, text to any other wire value, and negotiates again on re-auth', async () => {
+    const player = await registerPlayer(s);
+    const sock = await TestSocket.open(s);
+    const wireOf = async (wire: unknown) => (await sock.request('session.connect', { token: player.token, ...(wire === undefined ? {} : { wire }) })).payload.wire;
+    expect(await wireOf('binary')).toBe('binary');
+    expect(await wireOf(undefined)).toBe('json');
+    expect(await wireOf('binary')).toBe('binary');
+    expect(await wireOf('json')).toBe('json');
+    expect(await wireOf('protobuf')).toBe('json');
+    expect(await wireOf(7)).toBe('json');
+    sock.close();
+  });
+
+  it('answers the json wire to every connect while the operator turned binary_wire off', async () => {
+    const own = await startTestServer({ binary_wire: false });
+    const player = await registerPlayer(own);
+    const sock = await TestSocket.open(own);
+    expect((await sock.request('session.connect', { token: player.token, wire: 'binary' })).payload).toEqual({ player_id: player.playerId, wire: 'json' });
+    sock.close();
+    await own.close();
   });
 
   it('answers a bad, missing or absent token with invalid_token and keeps the socket open for a retry', async () => {
@@ -285,6 +310,74 @@ describe('one player, two sockets', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(s.ctx.live.push(a.playerId, { type: 'notification.new', payload: note('two') })).toBe(1);
     a.socket.close();
+  });
+});
+
+/** A raw socket (TestSocket parses every message as JSON): text frames parsed, binary ones kept as bytes, in arrival order. */
+async function rawSocket(token: string, wire?: string, server: TestServer = s): Promise<{ ws: WebSocket; got: (Frame | Buffer)[]; wire: string }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${server.port}/ws`);
+  const got: (Frame | Buffer)[] = [];
+  ws.on('message', (data: Buffer, isBinary) => got.push(isBinary ? data : (JSON.parse(data.toString()) as Frame)));
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  ws.send(JSON.stringify({ type: 'session.connect', payload: { token, ...(wire ? { wire } : {}) } }));
+  await until(() => got.length === 1);
+  const connected = got.shift() as Frame;
+  return { ws, got, wire: connected.payload.wire };
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(done()).toBe(true);
+}
+
+describe('the binary world.tick wire', () => {
+  it('delivers a world.tick as bytes to the player\'s binary sockets and as text to the others, and as text everywhere when it has no binary form', async () => {
+    const player = await registerPlayer(s);
+    const binary = await rawSocket(player.token, 'binary');
+    const text = await rawSocket(player.token);
+    expect([binary.wire, text.wire]).toEqual(['binary', 'json']);
+    const sessions = (s.ctx.live as LiveHost).gateway.sessions;
+    const payload = { zone: [2, 3], frame_seq: 4, kf: false, tick: 30, updates: [{ op: 'a', id: 'e1', x: 1.5 }] };
+    const frameText = JSON.stringify({ type: 'world.tick', payload });
+    const bytes = encodeWorldTick({ kind: 'sequenced', zone: [2, 3], frame_seq: 4, kf: false, tick: 30, records: [{ op: 'add', slot: 0, gen: 0, id: 'e1', fields: { x: 1.5 } }] })!;
+
+    sessions.pushWorldTick(player.playerId, frameText, bytes, sessions.metrics.frameOutOf(frameText));
+    await until(() => binary.got.length === 1 && text.got.length === 1);
+    expect(Buffer.isBuffer(binary.got[0])).toBe(true);
+    expect((binary.got[0] as Buffer).equals(Buffer.from(bytes))).toBe(true);
+    expect(text.got[0]).toEqual({ type: 'world.tick', payload });
+
+    // No binary form: the text twin goes to both.
+    sessions.pushWorldTick(player.playerId, frameText, null, sessions.metrics.frameOutOf(frameText));
+    await until(() => binary.got.length === 2 && text.got.length === 2);
+    expect(binary.got[1]).toEqual({ type: 'world.tick', payload });
+    expect(text.got[1]).toEqual({ type: 'world.tick', payload });
+
+    // Every other frame stays text on the binary wire.
+    s.ctx.live.push(player.playerId, { type: 'world.ack', payload: { tick: 30, seq: 2 } });
+    await until(() => binary.got.length === 3);
+    expect(binary.got[2]).toEqual({ type: 'world.ack', payload: { tick: 30, seq: 2 } });
+    binary.ws.close();
+    text.ws.close();
+  });
+
+  it('holds back the bytes too when response checks find their text twin off its schema', async () => {
+    const own = await startTestServer();
+    const player = await registerPlayer(own);
+    const binary = await rawSocket(player.token, 'binary', own);
+    const sessions = (own.ctx.live as LiveHost).gateway.sessions;
+    const bytes = encodeWorldTick({ kind: 'sequenced', zone: [0, 0], frame_seq: 1, kf: false, tick: 1, records: [] })!;
+    const bad = JSON.stringify({ type: 'world.tick', payload: { zone: [0, 0], updates: 'none' } });
+    sessions.pushWorldTick(player.playerId, bad, bytes, sessions.metrics.frameOutOf(bad));
+    // A sound frame after it still goes out, so the one before was held back, not late.
+    const good = JSON.stringify({ type: 'world.tick', payload: { zone: [0, 0], frame_seq: 1, kf: false, tick: 1, updates: [] } });
+    sessions.pushWorldTick(player.playerId, good, bytes, sessions.metrics.frameOutOf(good));
+    await until(() => binary.got.length === 1);
+    const failed = own.logs.filter((l) => l.event === 'frame_check_failed');
+    expect(failed.map((l) => l.frame_type)).toEqual(['world.tick']);
+    binary.ws.close();
+    own.logs.length = 0;
+    await own.close();
   });
 });
 

@@ -65,6 +65,11 @@ export interface components {
         "client.rpc.call": unknown;
         "client.session.connect": {
             token: string;
+            /**
+             * @description the wire to send `world.tick` on; default `json`
+             * @enum {string}
+             */
+            wire?: "json" | "binary";
         };
         "client.session.heartbeat": Record<string, never>;
         "client.vote.cast": {
@@ -386,8 +391,11 @@ export interface components {
              * @description UUIDv7, lowercase and hyphenated
              */
             player_id: string;
-            /** @constant */
-            wire: "json";
+            /**
+             * @description `binary` only when asked for and the operator's `binary_wire` is on
+             * @enum {string}
+             */
+            wire: "json" | "binary";
         };
         "server.session.heartbeat": {
             ts: number;

@@ -301,7 +301,7 @@ export class Gateway {
     session.send(errorFrame(frame, new FrameError('internal_error')));
   }
 
-  async #connect(session: Session, { token }: { token: string }): Promise<Reply | null> {
+  async #connect(session: Session, { token, wire }: z.output<typeof sessionConnect.payload>): Promise<Reply | null> {
     const principal = await this.ctx.auth.resolve(token);
     if (!principal) throw new FrameError('invalid_token');
     // Closed while the token resolved: binding now would outlive the socket.
@@ -311,8 +311,10 @@ export class Gateway {
       session.idleAuthTimer = null;
     }
     this.sessions.bind(session, principal.playerId, principal.tokenId, principal.expiresAt ?? null);
+    // Every connect negotiates afresh, a re-auth included, as the reference does: the wire is what this connect asked for.
+    session.binaryWire = wire === 'binary' && this.ctx.settings.binary_wire;
     this.ctx.log.debug('ws_session_connected', { player_id: principal.playerId, session: session.id });
-    return { type: 'session.connected', payload: { player_id: principal.playerId, wire: 'json' } };
+    return { type: 'session.connected', payload: { player_id: principal.playerId, wire: session.binaryWire ? 'binary' : 'json' } };
   }
 
   #sweepIdle(): void {

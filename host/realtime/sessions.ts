@@ -55,6 +55,8 @@ export class Session {
   held = false;
   /** With `response_checks` on, sees every frame before it goes out and may hold it back (frame-checks.ts); null otherwise. */
   checkOut: ((text: string) => boolean) | null = null;
+  /** `session.connect` asked for the binary `world.tick` wire and was granted it. */
+  binaryWire = false;
 
   constructor(
     readonly id: number,
@@ -79,6 +81,18 @@ export class Session {
     if (this.checkOut !== null && !this.checkOut(text)) return;
     turnWrites.hold(this);
     this.socket.send(text);
+    sent.n++;
+  }
+
+  /** One `world.tick`: its bytes on the binary wire, its text on the other and whenever the frame had no binary form. */
+  sendWorldTick(text: string, binary: Uint8Array | null, sent: Tally): void {
+    if (binary === null || !this.binaryWire) return this.sendText(text, sent);
+    if (this.socket.readyState !== 1) return;
+    // The published schemas describe frames as text, and the bytes are the same frame in the codec's layout
+    // (which its own tests hold to the reference byte for byte): the text twin stands for them.
+    if (this.checkOut !== null && !this.checkOut(text)) return;
+    turnWrites.hold(this);
+    this.socket.send(binary);
     sent.n++;
   }
 
@@ -186,6 +200,17 @@ export class SessionRegistry {
     const held = this.#byPlayer.get(playerId);
     if (held instanceof Set) for (const s of held) s.sendText(text, sent);
     else held?.sendText(text, sent);
+  }
+
+  /**
+   * One zone's `world.tick` to the player's sockets, encoded once per wire for all its watchers:
+   * `binary` (runtime/worlds/binary-wire.ts, null when the frame has none) to the sockets on the
+   * binary wire, `text` to the rest; `sent` as in `Session.sendText`.
+   */
+  pushWorldTick(playerId: string, text: string, binary: Uint8Array | null, sent: Tally): void {
+    const held = this.#byPlayer.get(playerId);
+    if (held instanceof Set) for (const s of held) s.sendWorldTick(text, binary, sent);
+    else held?.sendWorldTick(text, binary, sent);
   }
 
   /** Closes every socket of the player with a normal close and no frame. */

@@ -161,6 +161,8 @@ const rawSchema = z
     ws_idle_auth_timeout_ms: positiveInt.default(10_000),
     /** An authenticated socket with no inbound frame for this long is closed. */
     ws_idle_timeout_ms: positiveInt.default(60_000),
+    /** Grant the binary `world.tick` wire to sockets that ask for it in `session.connect`; off, every socket gets text. */
+    binary_wire: z.boolean().default(true),
     /** `game.send` also pushes the deprecated `game.message` twin, before `module.message`, as the asobi family does by default. */
     ws_legacy_game_frames: z.boolean().default(true),
     /**
