@@ -35,7 +35,7 @@
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
 import type { Logger } from '../platform/log';
-import { MAX_DEPTH, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
+import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
 
 /** The fengari release the speed internals were read against and tested on. */
 export const WRITTEN_FOR = '0.1.5';
@@ -132,7 +132,42 @@ export interface FengariInternals {
   keepState(L: any, index: number): KeptState;
   /** Puts back what `keepState` recorded. */
   restoreState(L: any, kept: KeptState): void;
+  /**
+   * Starts recording every table write of this thread (every Lua state: a
+   * call runs to its end before another starts) until `endWrites`. A write
+   * costs one record while recording, one null test otherwise.
+   */
+  beginWrites(): void;
+  /** Stops recording and answers what was written (null when nothing was). */
+  endWrites(): WriteLog | null;
+  /**
+   * Undoes `log`'s writes on the tables reachable from the table at `index`
+   * (the tables as they were before the writes); writes on every other table
+   * (globals, tables the call made) stay.
+   */
+  undoWrites(L: any, log: WriteLog, index: number): void;
+  /**
+   * Compares the table of entities at `index` (id → table of fields) with
+   * `mirror` (id → fields, as JSON), reporting each difference to `sink` and
+   * bringing the mirror up to date, reading the Lua tables in place.
+   */
+  diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, sink: EntitySink): void;
 }
+
+/** A JSON object as the entity diff keeps it. */
+export type JsonRecord = { [key: string]: unknown };
+
+/** Told about each difference `diffEntities` finds, in the table's order, removals last. */
+export interface EntitySink {
+  /** A new entity: its fields (the mirror's own object: read it now, do not keep it). */
+  added(id: string, fields: JsonRecord): void;
+  /** Fields that changed, a field gone reading null. */
+  updated(id: string, changed: JsonRecord): void;
+  removed(id: string): void;
+}
+
+/** What `endWrites` answers; opaque outside this module. */
+export type WriteLog = { readonly __writeLog: true };
 
 /** What `keepState` recorded; opaque outside this module. */
 export type KeptState = { readonly __keptState: true };
@@ -345,6 +380,7 @@ function probeWatch(): string {
 // return hooks, C-stack overflow) go to the originals unchanged.
 
 const LUA_TNIL = 0;
+const LUA_TLIGHTUSERDATA = 2;
 const LUA_TLCL = 6;
 const LUA_TLCF = 6 | (1 << 4);
 const LUA_TCCL = 6 | (2 << 4);
@@ -842,6 +878,262 @@ function restoreState(L: any, state: KeptState): void {
   }
 }
 
+// ---- the write log ----------------------------------------------------
+//
+// A zone's `handle_input` gets the live entity table and a refused input must
+// leave it as it was. Copying the table before every input cost more than the
+// inputs themselves (a 500-player world copies its zones 10,000 times a
+// second); recording the writes an input makes costs what the input writes.
+// Every table write the interpreter and the API make goes through
+// ltable.luaH_setfrom or ltable.luaH_setint, called through the module
+// object, so wrapping those two sees all of them. Metatables set by a call
+// are not recorded (lua_setmetatable writes the field directly).
+
+/** Flat records: table, key (a copy), the value's type and value before the write (type -1: absent). */
+let writes: unknown[] | null = null;
+let setfrom: (L: any, t: Table, key: TValue, value: TValue) => void;
+let setint: (t: Table, key: number, value: TValue) => void;
+
+function installWriteLog(): void {
+  setfrom = ltable.luaH_setfrom;
+  setint = ltable.luaH_setint;
+  ltable.luaH_setfrom = (L: any, t: Table, key: TValue, value: TValue): void => {
+    const hash = writes === null ? null : hashOf(key);
+    if (hash !== null) {
+      const e = t.strong.get(hash);
+      writes!.push(t, new lobject.TValue(key.type, key.value), e === undefined ? -1 : e.value.type, e === undefined ? undefined : e.value.value);
+    }
+    setfrom(L, t, key, value);
+  };
+  ltable.luaH_setint = (t: Table, key: number, value: TValue): void => {
+    if (writes !== null) {
+      const e = t.strong.get(key);
+      writes.push(t, key, e === undefined ? -1 : e.value.type, e === undefined ? undefined : e.value.value);
+    }
+    setint(t, key, value);
+  };
+}
+
+/** fengari's key hash (ltable.js's table_hash, which it does not export); null for the keys a write refuses. */
+function hashOf(key: TValue): unknown {
+  switch (key.type) {
+    case LUA_TNIL:
+      return null;
+    case T_SHRSTR:
+    case T_LNGSTR:
+      return lstring.luaS_hashlongstr(key.value);
+    case T_NUMFLT:
+      return Number.isNaN(key.value) ? null : key.value;
+    case LUA_TLIGHTUSERDATA:
+      return typeof key.value === 'string' ? '*' + key.value : typeof key.value === 'number' ? '#' + key.value : key.value;
+    default:
+      return key.value;
+  }
+}
+
+function beginWrites(): void {
+  writes = [];
+}
+
+function endWrites(): WriteLog | null {
+  const log = writes;
+  writes = null;
+  return log !== null && log.length > 0 ? (log as unknown as WriteLog) : null;
+}
+
+function putBack(L: any, t: Table, key: unknown, type: number, value: unknown): void {
+  const tv = type === -1 ? NIL : new lobject.TValue(type, value);
+  if (typeof key === 'number') setint(t, key, tv);
+  else setfrom(L, t, key as TValue, tv);
+  ltable.invalidateTMcache(t);
+}
+
+function undoWrites(L: any, log: WriteLog, index: number): void {
+  const w = log as unknown as unknown[];
+  // What every written slot holds now, for the tables that keep their writes.
+  const now: unknown[] = [];
+  for (let i = 0; i < w.length; i += 4) {
+    const t = w[i] as Table;
+    const key = w[i + 1];
+    const e = t.strong.get(typeof key === 'number' ? key : hashOf(key as TValue));
+    now.push(e === undefined ? -1 : e.value.type, e === undefined ? undefined : e.value.value);
+  }
+  for (let i = w.length - 4; i >= 0; i -= 4) putBack(L, w[i] as Table, w[i + 1], w[i + 2] as number, w[i + 3]);
+  const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
+  const kept = new Set<Table>();
+  if (slot !== undefined && slot.type === T_TABLE) reachable(slot.value as Table, kept);
+  for (let i = 0, j = 0; i < w.length; i += 4, j += 2) {
+    const t = w[i] as Table;
+    if (!kept.has(t)) putBack(L, t, w[i + 1], now[j] as number, now[j + 1]);
+  }
+}
+
+/** Every table reachable from `t` through keys and values (metatables are not followed: they are not recorded either). */
+function reachable(t: Table, seen: Set<Table>): void {
+  const stack = [t];
+  seen.add(t);
+  while (stack.length > 0) {
+    const table = stack.pop()!;
+    for (let e = table.f; e !== undefined; e = e.n) {
+      if (e.value.type === T_TABLE && !seen.has(e.value.value)) {
+        seen.add(e.value.value);
+        stack.push(e.value.value);
+      }
+      if (e.key.type === T_TABLE && !seen.has(e.key.value)) {
+        seen.add(e.key.value);
+        stack.push(e.key.value);
+      }
+    }
+  }
+}
+
+// ---- entity diffs -------------------------------------------------------
+//
+// A zone's broadcast compares its entities with what it last sent. Reading
+// the Lua tables in place, field by field, replaces encoding the whole table
+// as text and parsing it back on every broadcast: an unchanged number costs
+// one comparison, and only what changed becomes a JS value.
+
+const decodedStrings = new WeakMap<Uint8Array, string>();
+
+function luaStringOf(ts: TString): string {
+  const bytes = ts.realstring;
+  let s = decodedStrings.get(bytes);
+  if (s === undefined) {
+    s = jsString(bytes);
+    if (bytes.length <= 64) decodedStrings.set(bytes, s);
+  }
+  return s;
+}
+
+/** The text a nested field value was last seen as, so an unchanged table is one encode and a string compare. */
+const nestedTexts = new WeakMap<object, string>();
+
+/** A key as the JSON object the text encoders make would name it, or undefined for keys they drop. */
+function keyName(k: TValue): string | undefined {
+  switch (k.type) {
+    case T_SHRSTR:
+    case T_LNGSTR:
+      return luaStringOf(k.value as TString);
+    case T_NUMINT:
+    case T_NUMFLT:
+      return String(k.value);
+    case T_BOOLEAN:
+      return k.value ? 'true' : 'false';
+    default:
+      return undefined;
+  }
+}
+
+const UNCHANGED = Symbol('unchanged');
+
+/**
+ * A field's value as JSON, or UNCHANGED when it equals `before`; undefined for
+ * values JSON cannot hold (the field is then absent, as in the text encoders).
+ */
+function fieldValue(tv: TValue, before: unknown): unknown {
+  switch (tv.type) {
+    case T_NUMINT:
+      return tv.value === before ? UNCHANGED : tv.value;
+    case T_NUMFLT: {
+      const v = Number.isFinite(tv.value) ? tv.value : null;
+      return v === before ? UNCHANGED : v;
+    }
+    case T_BOOLEAN:
+      return tv.value === before ? UNCHANGED : tv.value;
+    case T_SHRSTR:
+    case T_LNGSTR: {
+      const v = luaStringOf(tv.value as TString);
+      return v === before ? UNCHANGED : v;
+    }
+    case T_TABLE: {
+      let text: string;
+      try {
+        // Depth 2, as inside the entity table's text: an empty table is `[]`.
+        text = tableText(tv.value, 2);
+      } catch (err) {
+        if (err instanceof MarshalError) return before === undefined ? undefined : UNCHANGED;
+        throw err;
+      }
+      if (typeof before === 'object' && before !== null && nestedTexts.get(before) === text) return UNCHANGED;
+      const v = JSON.parse(text) as unknown;
+      if (typeof v === 'object' && v !== null) nestedTexts.set(v, text);
+      return v;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, sink: EntitySink): void {
+  const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
+  const table = slot !== undefined && slot.type === T_TABLE ? (slot.value as Table) : undefined;
+  const seen = new Set<string>();
+  for (let e = table?.f; e !== undefined; e = e.n) {
+    if (e.value.type !== T_TABLE) continue;
+    const id = keyName(e.key);
+    if (id === undefined || seen.has(id)) continue;
+    seen.add(id);
+    const fields = (e.value.value as Table);
+    const before = mirror.get(id);
+    if (before === undefined) {
+      const record: JsonRecord = {};
+      for (let f = fields.f; f !== undefined; f = f.n) {
+        const name = keyName(f.key);
+        if (name === undefined || name === '__proto__') continue;
+        const v = fieldValue(f.value, undefined);
+        if (v !== undefined && v !== null) record[name] = v;
+      }
+      mirror.set(id, record);
+      sink.added(id, record);
+      continue;
+    }
+    let changed: JsonRecord | null = null;
+    let n = 0;
+    for (let f = fields.f; f !== undefined; f = f.n) {
+      const name = keyName(f.key);
+      if (name === undefined || name === '__proto__') continue;
+      const was = before[name];
+      const v = fieldValue(f.value, was);
+      if (v === UNCHANGED) {
+        n++;
+        continue;
+      }
+      if (v === undefined || v === null) {
+        if (was !== undefined) {
+          delete before[name];
+          (changed ??= {})[name] = null;
+        }
+        continue;
+      }
+      n++;
+      before[name] = v;
+      (changed ??= {})[name] = v;
+    }
+    let m = 0;
+    for (const _ in before) m++;
+    if (m !== n) {
+      // Fields gone since the last look: the ones this walk did not meet.
+      const met = new Set<string>();
+      for (let f = fields.f; f !== undefined; f = f.n) {
+        const name = keyName(f.key);
+        if (name !== undefined) met.add(name);
+      }
+      for (const name in before) {
+        if (met.has(name)) continue;
+        delete before[name];
+        (changed ??= {})[name] = null;
+      }
+    }
+    if (changed !== null) sink.updated(id, changed);
+  }
+  for (const id of mirror.keys()) {
+    if (seen.has(id)) continue;
+    mirror.delete(id);
+    sink.removed(id);
+  }
+}
+
 // Last, so that everything it touches is initialised.
 /** The speed internals, or null when the gate is shut. */
 export const internals: FengariInternals | null = internalsOff === null ? speedInternals() : null;
@@ -849,5 +1141,6 @@ export const internals: FengariInternals | null = internalsOff === null ? speedI
 function speedInternals(): FengariInternals {
   NIL = lobject.luaO_nilobject;
   TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
-  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState };
+  installWriteLog();
+  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities };
 }

@@ -18,7 +18,7 @@
  * release it was written for. test/lua-internals.test.ts holds them equal.
  */
 import type { JsonValue } from './host-interface';
-import { internals, type LuaStringObject } from './fengari-internals';
+import { internals, type EntitySink, type JsonRecord, type LuaStringObject, type WriteLog } from './fengari-internals';
 import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
 import { lua, to_luastring } from './vm';
 
@@ -281,3 +281,63 @@ export const numberPairs: (L: any, index: number, a: LuaStringObject, b: LuaStri
       return out;
     };
 
+
+export type { EntitySink, JsonRecord, WriteLog };
+
+/**
+ * The table writes of a call, so that a refused call can be undone in place
+ * (`undo` puts back the tables reachable from the table at `index`). Null
+ * when the internals are off: callers then copy the table before the call.
+ */
+export const writeLog: { begin(): void; end(): WriteLog | null; undo(L: any, log: WriteLog, index: number): void } | null = internals
+  ? { begin: internals.beginWrites, end: internals.endWrites, undo: internals.undoWrites }
+  : null;
+
+/**
+ * Compares the entity table at `index` (id → table of fields) with `mirror`
+ * (id → fields as JSON), tells `sink` each added entity, changed fields (a
+ * field gone reads null) and removed entity, and brings `mirror` up to date.
+ * Ids are the table's keys as the JSON text names them; an entity that is not
+ * a table, a null field and a field JSON cannot hold are absent.
+ */
+export const diffEntities: (L: any, index: number, mirror: Map<string, JsonRecord>, sink: EntitySink) => void = internals
+  ? internals.diffEntities
+  : (L, index, mirror, sink) => {
+      let current: Record<string, unknown> = {};
+      try {
+        const text = toJsonText(L, index);
+        const parsed = text === undefined ? null : (JSON.parse(text) as unknown);
+        if (Array.isArray(parsed)) parsed.forEach((v, i) => (current[String(i + 1)] = v));
+        else if (typeof parsed === 'object' && parsed !== null) current = parsed as Record<string, unknown>;
+      } catch (err) {
+        if (!(err instanceof MarshalError)) throw err;
+      }
+      const seen = new Set<string>();
+      for (const id in current) {
+        const entity = current[id];
+        if (typeof entity !== 'object' || entity === null || Array.isArray(entity)) continue;
+        seen.add(id);
+        const fields: JsonRecord = {};
+        for (const k in entity) if ((entity as JsonRecord)[k] !== null) fields[k] = (entity as JsonRecord)[k];
+        const before = mirror.get(id);
+        mirror.set(id, fields);
+        if (before === undefined) {
+          sink.added(id, fields);
+          continue;
+        }
+        let changed: JsonRecord | null = null;
+        for (const k in fields) {
+          const a = fields[k];
+          const b = before[k];
+          if (a === b || (typeof a === 'object' && b !== undefined && JSON.stringify(a) === JSON.stringify(b))) continue;
+          (changed ??= {})[k] = a;
+        }
+        for (const k in before) if (!(k in fields)) (changed ??= {})[k] = null;
+        if (changed !== null) sink.updated(id, changed);
+      }
+      for (const id of [...mirror.keys()]) {
+        if (seen.has(id)) continue;
+        mirror.delete(id);
+        sink.removed(id);
+      }
+    };

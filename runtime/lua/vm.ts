@@ -295,18 +295,7 @@ export class Sandbox {
         end
         return unpack(t, i, j)
       end
-      local draw, reseed = math.random, math.randomseed
-      math.random = function(m, n)
-        if m == nil or type(m) ~= "number" or (n == nil and m < 1) then return draw() end
-        local a, b = 1, floor(m)
-        if n ~= nil then
-          if type(n) ~= "number" then return draw() end
-          a = m < 0 and -floor(-m) or floor(m)
-          b = n < 0 and -floor(-n) or floor(n)
-        end
-        if a > b then error("bad argument #" .. (n == nil and 1 or 2) .. " to 'random' (interval is empty)", 2) end
-        return floor(draw() * (b - a + 1)) + a
-      end
+      local reseed = math.randomseed
       math.randomseed = function(x)
         if x ~= nil and type(x) ~= "number" then error("bad argument #1 to 'randomseed' (number expected, got " .. type(x) .. ")", 2) end
         reseed(x)
@@ -333,18 +322,37 @@ export class Sandbox {
     const L = this.L;
     let state: number | null = null;
     lua.lua_getglobal(L, to_luastring('math'));
-    lua.lua_pushcfunction(L, (L: any) => {
-      if (state === null) {
-        lua.lua_pushnumber(L, Math.random());
-        return 1;
-      }
+    const draw = (): number => {
+      if (state === null) return Math.random();
       // xorshift32: small, fast, and plenty for game dice (not for secrets).
       let x = state;
       x ^= x << 13;
       x ^= x >>> 17;
       x ^= x << 5;
       state = x | 0;
-      lua.lua_pushnumber(L, (x >>> 0) / 4294967296);
+      return (x >>> 0) / 4294967296;
+    };
+    // Lua 5.3's math.random([m [, n]]) with one difference kept from the
+    // reference runtime: arguments that are not numbers (or m < 1 alone) draw
+    // a float instead of raising. Written here rather than as a Lua wrapper:
+    // games call it per entity per tick, and the wrapper's type() and floor()
+    // calls cost more than the draw.
+    lua.lua_pushcfunction(L, (L: any) => {
+      const top = lua.lua_gettop(L);
+      const hasN = top >= 2 && lua.lua_type(L, 2) !== lua.LUA_TNIL;
+      if (top < 1 || lua.lua_type(L, 1) !== lua.LUA_TNUMBER || (hasN && lua.lua_type(L, 2) !== lua.LUA_TNUMBER)) {
+        lua.lua_pushnumber(L, draw());
+        return 1;
+      }
+      const m: number = lua.lua_tonumber(L, 1);
+      if (!hasN && m < 1) {
+        lua.lua_pushnumber(L, draw());
+        return 1;
+      }
+      const a = hasN ? Math.trunc(m) : 1;
+      const b = hasN ? Math.trunc(lua.lua_tonumber(L, 2)) : Math.floor(m);
+      if (a > b) return lauxlib.luaL_error(L, to_luastring(`bad argument #${hasN ? 2 : 1} to 'random' (interval is empty)`));
+      pushWhole(L, Math.floor(draw() * (b - a + 1)) + a);
       return 1;
     });
     lua.lua_setfield(L, -2, to_luastring('random'));
@@ -601,4 +609,10 @@ function restoreGlobals(L: any, snapshot: number): void {
     lua.lua_rawset(L, globals);
   }
   lua.lua_settop(L, globals - 1);
+}
+
+/** A whole number as Lua's math.floor leaves it: an integer where fengari's (32-bit) integers hold it, else a float. */
+function pushWhole(L: any, n: number): void {
+  if ((n | 0) === n) lua.lua_pushinteger(L, n);
+  else lua.lua_pushnumber(L, n);
 }

@@ -7,7 +7,7 @@
  */
 import { type CallResult, type JoinResult, type JsonObject, type JsonValue, type MatchOutcome, type ModeInfo, type ScriptSource, type Budgets, type WorldServices, type ZoneServices } from './host-interface';
 import { RegistrySlot, ScriptInstance } from './instance';
-import { isObjectJson, MarshalError, numberPairs, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
+import { diffEntities, isObjectJson, MarshalError, numberPairs, pushJson, pushStringObject, stringObject, toJson, toJsonText, writeLog, type EntitySink, type JsonRecord, type LuaStringObject, type WriteLog } from './marshal';
 import { installGameTable } from './game-table';
 import { lua } from './vm';
 
@@ -333,6 +333,8 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
   readonly zone: readonly [number, number];
   private readonly entities: RegistrySlot;
   private readonly zoneState: RegistrySlot;
+  /** Milliseconds spent putting refused inputs' writes back, for the tick's cost split. */
+  undoMs = 0;
 
   private constructor(options: ZoneVmOptions) {
     const label = `${options.zone[0]},${options.zone[1]}`;
@@ -396,21 +398,31 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
   /**
    * `handle_input(player_id, input, entities)`. A rejected input (an error,
    * nothing or a non-table returned) leaves the entity table as it was
-   * before the call: it is restored from a copy taken first. Globals the
-   * call changed are not restored (decision 0038).
+   * before the call: the writes the call made to it (and to the tables it
+   * reaches) are undone in place. Globals the call changed are not restored
+   * (decision 0038). Without fengari's internals the table is copied as JSON
+   * text before the call and put back from it instead.
    */
   private input({ playerId, input, seq }: ZoneInput): number | null {
     const L = this.L;
     if (!this.pushCallback(NAMES.handle_input)) return seq;
-    // What to put back if the game rejects the input. JSON text is the cheapest copy here:
-    // a structural copy of fengari's tables measured twice as slow in the worlds benchmark.
-    this.entities.push();
-    const before = this.text(-1);
-    lua.lua_pop(L, 1);
+    let before: string | undefined;
+    if (writeLog === null) {
+      this.entities.push();
+      before = this.text(-1);
+      lua.lua_pop(L, 1);
+    }
     pushStringObject(L, stringObject(playerId));
     pushJson(L, input);
     this.entities.push();
-    const out = this.sandbox.call(3, this.budgets.light, this.budgets.lightMs);
+    writeLog?.begin();
+    let out: ReturnType<typeof this.sandbox.call>;
+    let log: WriteLog | null = null;
+    try {
+      out = this.sandbox.call(3, this.budgets.light, this.budgets.lightMs);
+    } finally {
+      log = writeLog?.end() ?? null;
+    }
     let consumed = seq;
     if (out.ok && out.results >= 1 && lua.lua_type(L, -out.results) === lua.LUA_TTABLE) {
       if (out.results >= 2) {
@@ -428,10 +440,16 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
       this.entities.store();
     } else {
       lua.lua_settop(L, 0);
-      if (before !== undefined) {
+      const t0 = performance.now();
+      if (log !== null) {
+        this.entities.push();
+        writeLog!.undo(L, log, -1);
+        lua.lua_settop(L, 0);
+      } else if (before !== undefined) {
         pushJson(L, JSON.parse(before));
         this.entities.store();
       }
+      this.undoMs += performance.now() - t0;
       const failed = out.ok ? this.fail('handle_input', 'malformed', 'handle_input must return the entity table') : this.fail('handle_input', out.kind, out.message);
       if (!failed.ok) this.tellPlayer(playerId, 'handle_input', failed.message);
     }
@@ -456,6 +474,16 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
     const text = this.text(-1);
     lua.lua_settop(this.L, 0);
     return text !== undefined && text.charCodeAt(0) === 123 ? text : '{}';
+  }
+
+  /**
+   * Compares the entity table with `mirror` (what the zone last published),
+   * telling `sink` what was added, changed and removed, and updates `mirror`.
+   */
+  diff(mirror: Map<string, JsonRecord>, sink: EntitySink): void {
+    this.entities.push();
+    diffEntities(this.L, -1, mirror, sink);
+    lua.lua_settop(this.L, 0);
   }
 
   /** The live entity table, for the spatial queries' zone forms. */

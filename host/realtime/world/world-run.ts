@@ -11,7 +11,7 @@ import type { IdSource } from '../../../runtime/platform/ids';
 import type { Logger } from '../../../runtime/platform/log';
 import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptServices, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
 import { lua } from '../../../runtime/lua/vm';
-import { asObjectJson, isObjectJson } from '../../../runtime/lua/marshal';
+import { asObjectJson, isObjectJson, type JsonRecord } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';
 import { WorldVm, ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
 import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
@@ -91,7 +91,7 @@ interface Zone {
 /** What a zone last sent, kept even while the zone is stopped, so sequences never go back. */
 interface Published {
   seq: number;
-  entities: Map<string, JsonObject>;
+  entities: Map<string, JsonRecord>;
 }
 
 interface Player {
@@ -129,6 +129,9 @@ export class WorldRun {
   /** Bytes of every zone delta made since the last ask: what one player watching the whole world would receive. */
   #deltaBytes = 0;
   #vote: JsonValue = null;
+  /** Bumped by every broadcast (published entities change only then); mirror lists are kept per epoch. */
+  #publishEpoch = 0;
+  readonly #mirrorLists = new Map<ZoneKey, { epoch: number; list: { id: string; entity: JsonObject }[] }>();
 
   private constructor(options: WorldRunOptions, vm: WorldVm) {
     this.#o = options;
@@ -427,32 +430,16 @@ export class WorldRun {
 
   /** Every zone that changed since its last frame sends one delta to the players watching it; then the acks. */
   #broadcastDeltas(tick: number): void {
+    this.#publishEpoch++;
+    const sink = this.#deltas;
     for (const zone of this.#zones.values()) {
       const published = this.#publishedOf(zone.key);
-      const current = JSON.parse(zone.vm.entitiesText()) as Record<string, JsonValue>;
-      const updates: string[] = [];
-      for (const id in current) {
-        const entity = asObjectJson(current[id]);
-        if (!entity) continue;
-        const before = published.entities.get(id);
-        this.#entityZone.set(id, zone.key);
-        if (!before) {
-          updates.push(entityText('a', id, entity));
-        } else {
-          const changed = changedFields(before, entity);
-          if (changed) updates.push(entityText('u', id, changed));
-        }
-        published.entities.set(id, entity);
-      }
-      for (const id of [...published.entities.keys()]) {
-        if (id in current && asObjectJson(current[id]!)) continue;
-        published.entities.delete(id);
-        if (this.#entityZone.get(id) === zone.key) this.#entityZone.delete(id);
-        updates.push(`{"op":"r","id":${JSON.stringify(id)}}`);
-      }
-      if (updates.length === 0) continue;
+      sink.zone = zone.key;
+      sink.updates.length = 0;
+      zone.vm.diff(published.entities, sink);
+      if (sink.updates.length === 0) continue;
       published.seq++;
-      const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${updates.join(',')}]}}`;
+      const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${sink.updates.join(',')}]}}`;
       this.#deltaBytes += text.length;
       const watchers = this.#watchers.get(zone.key);
       if (watchers && watchers.size > 0) this.#out.sends.push([text, [...watchers]]);
@@ -463,6 +450,26 @@ export class WorldRun {
       this.#out.sends.push([`{"type":"world.ack","payload":{"tick":${tick},"seq":${player.consumed}}}`, [player.id]]);
     }
   }
+
+  /** Turns a zone's differences into delta records (one sink for every zone, reset per zone). */
+  readonly #deltas = ((run: WorldRun) => {
+    const sink = {
+      zone: 0 as ZoneKey,
+      updates: [] as string[],
+      added(id: string, fields: JsonRecord): void {
+        run.#entityZone.set(id, sink.zone);
+        sink.updates.push(entityText('a', id, fields));
+      },
+      updated(id: string, changed: JsonRecord): void {
+        sink.updates.push(entityText('u', id, changed));
+      },
+      removed(id: string): void {
+        if (run.#entityZone.get(id) === sink.zone) run.#entityZone.delete(id);
+        sink.updates.push(`{"op":"r","id":${JSON.stringify(id)}}`);
+      },
+    };
+    return sink;
+  })(this);
 
   // ---- zones --------------------------------------------------------------
 
@@ -569,10 +576,16 @@ export class WorldRun {
     return services;
   }
 
-  /** Entities of the touching zones within `border_band` of this zone's edges, as last published. */
+  /**
+   * Entities of the touching zones within `border_band` of this zone's edges,
+   * as last published. Published entities change only at a broadcast, so the
+   * list is made once per zone per broadcast, however many queries ask.
+   */
   #mirrors(key: ZoneKey): { id: string; entity: JsonObject }[] {
     const band = this.settings.border_band * this.settings.zone_size;
     if (band <= 0) return [];
+    const cached = this.#mirrorLists.get(key);
+    if (cached !== undefined && cached.epoch === this.#publishEpoch) return cached.list;
     const [x, y] = coordsOf(key);
     const size = this.settings.zone_size;
     const left = x * size - band;
@@ -588,10 +601,11 @@ export class WorldRun {
         for (const [id, entity] of published.entities) {
           const ex = entity.x;
           const ey = entity.y;
-          if (typeof ex === 'number' && typeof ey === 'number' && ex >= left && ex < right && ey >= top && ey < bottom) out.push({ id, entity });
+          if (typeof ex === 'number' && typeof ey === 'number' && ex >= left && ex < right && ey >= top && ey < bottom) out.push({ id, entity: entity as JsonObject });
         }
       }
     }
+    this.#mirrorLists.set(key, { epoch: this.#publishEpoch, list: out });
     return out;
   }
 
@@ -698,25 +712,11 @@ function emptyOutput(): WorldOutput {
 }
 
 /** `{"op":…,"id":…,…fields}`: fields sit flat beside `op` and `id` (fields of those names are the engine's). */
-function entityText(op: 'a' | 'u', id: string, fields: JsonObject): string {
+function entityText(op: 'a' | 'u', id: string, fields: JsonRecord): string {
   let text = `{"op":"${op}","id":${JSON.stringify(id)}`;
   for (const k in fields) {
     if (k === 'op' || k === 'id') continue;
     text += `,${JSON.stringify(k)}:${JSON.stringify(fields[k])}`;
   }
   return text + '}';
-}
-
-/** The fields that differ (a field gone reads as null), or null when none does. */
-function changedFields(before: JsonObject, after: JsonObject): JsonObject | null {
-  let changed: JsonObject | null = null;
-  for (const k in after) {
-    const a = after[k]!;
-    const b = before[k];
-    if (a === b) continue;
-    if (typeof a === 'object' && a !== null && b !== undefined && JSON.stringify(a) === JSON.stringify(b)) continue;
-    (changed ??= {})[k] = a;
-  }
-  for (const k in before) if (!(k in after)) (changed ??= {})[k] = null;
-  return changed;
 }
