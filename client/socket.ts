@@ -1,5 +1,6 @@
 import type { ClientFrames, OpenPushType, PushFrames, ReplyFrames } from './generated/frames';
 import { ConnectionError, ServiceError } from './service-error';
+import { BinaryWorldTicks } from './world-ticks';
 
 /** Client frames answered by a reply on success. */
 export type RequestType = { [T in keyof ClientFrames]: ClientFrames[T]['reply'] extends null ? never : T }[keyof ClientFrames];
@@ -49,6 +50,8 @@ export interface StatusChange {
 /** The subset of the WebSocket interface the session uses: the browser's, or `ws` in Node. */
 export interface WebSocketLike {
   readonly readyState: number;
+  /** Set to `arraybuffer` on the binary wire, so that binary frames arrive whole rather than as a browser Blob. */
+  binaryType?: string;
   onopen: ((event: any) => void) | null;
   onmessage: ((event: { data: any }) => void) | null;
   onclose: ((event: { code: number; reason: string }) => void) | null;
@@ -74,6 +77,11 @@ export interface SocketOptions {
   requestTimeoutMs?: number;
   /** Reconnect backoff: the first wait, the cap, and how many tries before giving up. */
   reconnect?: { initialMs?: number; maxMs?: number; attempts?: number };
+  /**
+   * `binary` asks for `world.tick` as binary frames, a quarter of the bytes and cheaper to read;
+   * listeners get the same payloads either way. The service may answer `json` (see `wire`). Default `json`.
+   */
+  wire?: 'json' | 'binary';
 }
 
 interface Pending {
@@ -99,6 +107,8 @@ export class GameSocket {
   #ws: WebSocketLike | null = null;
   #status: SocketStatus = 'closed';
   #playerId: string | null = null;
+  #wire: 'json' | 'binary' = 'json';
+  readonly #ticks = new BinaryWorldTicks();
   #cid = 0;
   #heartbeat: ReturnType<typeof setInterval> | null = null;
   #retry: ReturnType<typeof setTimeout> | null = null;
@@ -120,18 +130,23 @@ export class GameSocket {
     return this.#playerId;
   }
 
+  /** The wire the service granted at the last `session.connected`: `binary` only when asked for and the service offers it. */
+  get wire(): 'json' | 'binary' {
+    return this.#wire;
+  }
+
   /**
    * Opens the socket and binds it to the token's player. Resolves once
    * connected; rejects when the first attempt fails (later drops reconnect
    * on their own).
    */
   connect(): Promise<ReplyFrames['session.connected']> {
-    if (this.#wanted && this.#status === 'connected') return Promise.resolve({ player_id: this.#playerId!, wire: 'json' });
+    if (this.#wanted && this.#status === 'connected') return Promise.resolve({ player_id: this.#playerId!, wire: this.#wire });
     // Already on its way: one socket at a time, so wait for the attempt under way.
     if (this.#wanted) {
       return new Promise((resolve, reject) => {
         const off = this.onStatus((change) => {
-          if (change.status === 'connected') resolve({ player_id: this.#playerId!, wire: 'json' });
+          if (change.status === 'connected') resolve({ player_id: this.#playerId!, wire: this.#wire });
           else if (change.status === 'closed') reject(new ConnectionError('closed', change.reason ?? 'closed'));
           else return;
           off();
@@ -213,19 +228,22 @@ export class GameSocket {
   /** One attempt: open the socket, then `session.connect` (refreshing the token once if it is refused). */
   async #open(): Promise<ReplyFrames['session.connected']> {
     const ws = await this.#dial();
+    this.#ticks.reset();
+    const wire = this.#options.wire === 'binary' ? { wire: 'binary' } : {};
     let token = this.#options.token();
     try {
       if (token === null) throw new ServiceError('unauthenticated', 'No access token: sign in first.', {});
       let connected: ReplyFrames['session.connected'];
       try {
-        connected = await this.#request('session.connect', { token });
+        connected = await this.#request('session.connect', { token, ...wire });
       } catch (err) {
         if (!(err instanceof ServiceError) || err.code !== 'unauthenticated' || !this.#options.refresh) throw err;
         if (!(await this.#options.refresh())) throw err;
         token = this.#options.token();
-        connected = await this.#request('session.connect', { token });
+        connected = await this.#request('session.connect', { token, ...wire });
       }
       this.#playerId = connected.player_id;
+      this.#wire = connected.wire;
       const reconnected = this.#everConnected;
       this.#everConnected = true;
       this.#attempt = 0;
@@ -245,6 +263,7 @@ export class GameSocket {
     const timeoutMs = this.#options.requestTimeoutMs ?? 10_000;
     return new Promise((resolve, reject) => {
       const ws = new Ctor(this.#url);
+      if (this.#options.wire === 'binary') ws.binaryType = 'arraybuffer';
       this.#ws = ws;
       const timer = setTimeout(() => {
         this.#detach(ws);
@@ -254,7 +273,7 @@ export class GameSocket {
         clearTimeout(timer);
         resolve(ws);
       };
-      ws.onmessage = (event) => this.#receive(String(event.data));
+      ws.onmessage = (event) => this.#receive(event.data);
       ws.onerror = () => {};
       ws.onclose = (event) => {
         clearTimeout(timer);
@@ -265,10 +284,11 @@ export class GameSocket {
     });
   }
 
-  #receive(text: string): void {
+  #receive(data: unknown): void {
+    if (typeof data !== 'string') return this.#receiveBinary(data);
     let frame: Frame<any>;
     try {
-      frame = JSON.parse(text) as Frame<any>;
+      frame = JSON.parse(data) as Frame<any>;
     } catch {
       return;
     }
@@ -283,6 +303,16 @@ export class GameSocket {
         return;
       }
     }
+    this.#emit(frame.type, frame);
+    this.#emit('*', frame);
+  }
+
+  /** Only `world.tick` travels binary; a frame that does not read as one is dropped, as unreadable text is. */
+  #receiveBinary(data: unknown): void {
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
+    const payload = bytes && this.#ticks.read(bytes);
+    if (!payload) return;
+    const frame: Frame = { type: 'world.tick', payload };
     this.#emit(frame.type, frame);
     this.#emit('*', frame);
   }

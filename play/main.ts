@@ -9,6 +9,8 @@ import { guestDevice, savedTokens, saveTokens } from './credentials';
 const MODE = 'arena';
 /** How often auto-walk looks at the board; it steps at most once per match tick (100 ms). */
 const WALK_MS = 40;
+/** `/play?wire=binary` asks for the binary `world.tick` wire; the arena is a match and sends none, a world mode would. */
+const WIRE = new URLSearchParams(location.search).get('wire') === 'binary' ? 'binary' : 'json';
 
 function element<T extends HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -149,10 +151,11 @@ function setConnection(status: string): void {
 }
 
 function openSocket(): GameSocket {
-  const s = client.socket();
+  const s = client.socket({ wire: WIRE });
   s.onStatus((change) => {
     if (s !== socket) return;
     setConnection(change.status);
+    if (change.status === 'connected' && s.wire === 'binary') ui.connection.textContent += ' · binary wire';
     // A new connection is a new member of the chat channel.
     if (change.status === 'connected' && change.reconnected && match) void s.request('chat.join', { channel_id: match.channel }).catch(() => undefined);
     if (change.status === 'closed' && change.reason === 'unauthenticated') show('sign-in');

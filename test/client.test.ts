@@ -6,6 +6,8 @@ import { gameDir, matchScript } from './support/game-dir';
 import { newDevice, PEPPER_V1 } from './support/guests';
 import { startTestServer, type TestServer } from './support/server';
 import { TcpProxy } from '../tools/faults/tcp-proxy';
+import type { LiveHost } from '../host/realtime/live';
+import { encodeWorldTick, type WorldTickFrame } from '../runtime/worlds/binary-wire';
 import { TestSocket } from './support/ws-client';
 
 /** `duo` pairs two players; every input is broadcast to the match as `match.moved`. */
@@ -362,6 +364,60 @@ describe('WebSocket', () => {
     const failed = await socket.request('matchmaker.add', { mode: 'nope' }).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(built.ServiceError);
     expect((await c.rest.get('/api/v1/players/me')).username).toBe(name);
+  });
+
+  it('asks for the binary wire and hands binary world.tick frames to listeners as the payloads the text wire sends', async () => {
+    const a = await signedUp();
+    const binary = track(a.socket({ wire: 'binary' }));
+    const text = track(a.socket());
+    expect(await binary.connect()).toEqual({ player_id: a.playerId, wire: 'binary' });
+    expect(await text.connect()).toEqual({ player_id: a.playerId, wire: 'json' });
+    expect([binary.wire, text.wire]).toEqual(['binary', 'json']);
+    const seen = { binary: [] as unknown[], text: [] as unknown[], any: [] as string[] };
+    binary.on('world.tick', (payload) => seen.binary.push(payload));
+    binary.on('*', (_, frame) => seen.any.push(frame.type));
+    text.on('world.tick', (payload) => seen.text.push(payload));
+
+    // One zone's keyframe, a delta naming its entities by slot, a frame that has no binary form (sent as text to
+    // both), and the removals of the zone once unwatched; then a keyframe of another zone reusing slot 0.
+    const frames: [unknown, WorldTickFrame | null][] = [
+      [
+        { zone: [1, 2], frame_seq: 3, kf: true, tick: 0, updates: [{ op: 'a', id: 'e1', x: 1.5, hp: 10, name: 'ann', alive: true }, { op: 'a', id: 'e2', x: 2 }] },
+        { kind: 'sequenced', zone: [1, 2], frame_seq: 3, kf: true, tick: 0, records: [{ op: 'add', slot: 0, gen: 0, id: 'e1', fields: { x: 1.5, hp: 10, name: 'ann', alive: true } }, { op: 'add', slot: 1, gen: 0, id: 'e2', fields: { x: 2 } }] },
+      ],
+      [
+        { zone: [1, 2], frame_seq: 4, kf: false, tick: 30, updates: [{ op: 'u', id: 'e1', x: 2.5, target: null }, { op: 'r', id: 'e2' }] },
+        { kind: 'sequenced', zone: [1, 2], frame_seq: 4, kf: false, tick: 30, records: [{ op: 'update', slot: 0, gen: 0, fields: { x: 2.5, target: null } }, { op: 'remove', slot: 1, gen: 0 }] },
+      ],
+      [{ zone: [1, 2], frame_seq: 5, kf: false, tick: 33, updates: [{ op: 'u', id: 'e1', bag: { gold: 1 } }] }, null],
+      [{ zone: [1, 2], tick: 0, updates: [{ op: 'r', id: 'e1' }] }, { kind: 'ungated', zone: [1, 2], frame_seq: 0, kf: false, tick: 0, records: [{ op: 'remove', slot: 0, gen: 0 }] }],
+      [
+        { zone: [1, 3], frame_seq: 9, kf: true, tick: 0, updates: [{ op: 'a', id: 'e9', x: -4 }] },
+        { kind: 'sequenced', zone: [1, 3], frame_seq: 9, kf: true, tick: 0, records: [{ op: 'add', slot: 0, gen: 3, id: 'e9', fields: { x: -4 } }] },
+      ],
+    ];
+    const sessions = (s.ctx.live as LiveHost).gateway.sessions;
+    for (const [payload, binaryFrame] of frames) {
+      const frameText = JSON.stringify({ type: 'world.tick', payload });
+      const bytes = binaryFrame && encodeWorldTick(binaryFrame);
+      if (binaryFrame) expect(bytes).not.toBeNull();
+      sessions.pushWorldTick(a.playerId!, frameText, bytes, sessions.metrics.frameOutOf(frameText));
+    }
+    for (let i = 0; i < 100 && (seen.binary.length < frames.length || seen.text.length < frames.length); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(seen.text).toEqual(frames.map(([payload]) => payload));
+    expect(seen.binary).toEqual(seen.text);
+    expect(seen.any).toEqual(frames.map(() => 'world.tick'));
+  });
+
+  it('stays on text when the service does not grant the binary wire', async () => {
+    const own = await startTestServer({ binary_wire: false });
+    const c = createClient({ baseUrl: own.url, WebSocket: WebSocket as never });
+    await c.register({ username: username(), password: PASSWORD });
+    const socket = track(c.socket({ wire: 'binary' }));
+    expect(await socket.connect()).toEqual({ player_id: c.playerId, wire: 'json' });
+    expect(socket.wire).toBe('json');
+    socket.close();
+    await own.close();
   });
 
   it('close() stops for good: pending requests reject and no reconnect follows', async () => {
