@@ -122,8 +122,12 @@ export interface FengariInternals {
   pushJson(L: any, value: unknown): void;
   /** The value at `index` as JSON text, or undefined for what JSON cannot hold. */
   toJsonText(L: any, index: number): string | undefined;
-  /** Entries of the table at `index` keyed by strings whose values are tables with numbers under keys `a` and `b`. */
-  numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject): { id: string; x: number; y: number }[];
+  /**
+   * Entries of the table at `index` keyed by strings whose values are tables
+   * with numbers under keys `a` and `b`; with `inside`, only those whose pair
+   * lies outside that box.
+   */
+  numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject, inside?: Box): { id: string; x: number; y: number }[];
   /**
    * Records, as they are now, the tables and Lua functions listed (as a Lua
    * sequence) at `index`: every entry and metatable of each table, every
@@ -164,6 +168,14 @@ export interface EntitySink {
   /** Fields that changed, a field gone reading null. */
   updated(id: string, changed: JsonRecord): void;
   removed(id: string): void;
+}
+
+/** A half-open box: a <= x < b's bounds, x0 <= a < x1 and y0 <= b < y1. */
+export interface Box {
+  x0: number;
+  x1: number;
+  y0: number;
+  y1: number;
 }
 
 /** What `endWrites` answers; opaque outside this module. */
@@ -536,7 +548,7 @@ function installFastCalls(): void {
 type TValue = { type: number; value: any };
 type Entry = { key: TValue; value: TValue; n: Entry | undefined };
 type Table = { f: Entry | undefined; strong: Map<unknown, Entry> };
-type TString = { realstring: Uint8Array };
+type TString = { realstring: Uint8Array; hash: string | null };
 
 const T_BOOLEAN = lua.LUA_TBOOLEAN;
 const T_NUMFLT = lua.LUA_TNUMBER;
@@ -646,7 +658,7 @@ function toJsonText(L: any, index: number): string | undefined {
 /** Decoded entity ids: the same id string object comes back every tick. */
 const decodedKeys = new WeakMap<TString, string>();
 
-function numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject): { id: string; x: number; y: number }[] {
+function numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObject, inside?: Box): { id: string; x: number; y: number }[] {
   const out: { id: string; x: number; y: number }[] = [];
   const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
   if (slot === undefined || slot.type !== T_TABLE) return out;
@@ -659,6 +671,7 @@ function numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObje
     const va = fields.get(ha)?.value;
     const vb = fields.get(hb)?.value;
     if (!va || !vb || (va.type !== T_NUMINT && va.type !== T_NUMFLT) || (vb.type !== T_NUMINT && vb.type !== T_NUMFLT)) continue;
+    if (inside !== undefined && va.value >= inside.x0 && va.value < inside.x1 && vb.value >= inside.y0 && vb.value < inside.y1) continue;
     const ts = k.value as TString;
     let id = decodedKeys.get(ts);
     if (id === undefined) {
@@ -994,14 +1007,15 @@ function reachable(t: Table, seen: Set<Table>): void {
 // as text and parsing it back on every broadcast: an unchanged number costs
 // one comparison, and only what changed becomes a JS value.
 
-const decodedStrings = new WeakMap<Uint8Array, string>();
+// Keyed by fengari's own key hash (a JS string it caches on the Lua string), which a Map finds faster than an object key.
+const decodedStrings = new Map<string, string>();
 
-function luaStringOf(ts: TString): string {
-  const bytes = ts.realstring;
-  let s = decodedStrings.get(bytes);
+function luaStringOf(ts: TString & { hash: string | null }): string {
+  const hash: string = ts.hash ?? lstring.luaS_hashlongstr(ts);
+  let s = decodedStrings.get(hash);
   if (s === undefined) {
-    s = jsString(bytes);
-    if (bytes.length <= 64) decodedStrings.set(bytes, s);
+    s = jsString(ts.realstring);
+    if (decodedStrings.size < CACHE_LIMIT * 4 && ts.realstring.length <= 64) decodedStrings.set(hash, s);
   }
   return s;
 }
@@ -1026,6 +1040,8 @@ function keyName(k: TValue): string | undefined {
 }
 
 const UNCHANGED = Symbol('unchanged');
+/** How many fields a mirror record holds, kept on it under a symbol (not enumerable as JSON, not counted by a walk). */
+const SIZE = Symbol('size');
 
 /**
  * A field's value as JSON, or UNCHANGED when it equals `before`; undefined for
@@ -1084,47 +1100,64 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
         const v = fieldValue(f.value, undefined);
         if (v !== undefined && v !== null) record[name] = v;
       }
+      let size = 0;
+      for (const _ in record) size++;
+      (record as { [SIZE]?: number })[SIZE] = size;
       mirror.set(id, record);
       sink.added(id, record);
       continue;
     }
     let changed: JsonRecord | null = null;
-    let n = 0;
+    // Fields met (all now in the record), and how the record's size moved.
+    let met = 0;
+    let grown = 0;
     for (let f = fields.f; f !== undefined; f = f.n) {
       const name = keyName(f.key);
       if (name === undefined || name === '__proto__') continue;
       const was = before[name];
       const v = fieldValue(f.value, was);
       if (v === UNCHANGED) {
-        n++;
+        met++;
         continue;
       }
       if (v === undefined || v === null) {
         if (was !== undefined) {
           delete before[name];
+          grown--;
           (changed ??= {})[name] = null;
         }
         continue;
       }
-      n++;
+      met++;
+      if (was === undefined) grown++;
       before[name] = v;
       (changed ??= {})[name] = v;
     }
-    let m = 0;
-    for (const _ in before) m++;
-    if (m !== n) {
+    let size = (before as { [SIZE]?: number })[SIZE];
+    if (size === undefined) {
+      size = 0;
+      for (const _ in before) size++;
+    } else {
+      size += grown;
+    }
+    if (size !== met) {
       // Fields gone since the last look: the ones this walk did not meet.
-      const met = new Set<string>();
+      const names = new Set<string>();
       for (let f = fields.f; f !== undefined; f = f.n) {
         const name = keyName(f.key);
-        if (name !== undefined) met.add(name);
+        if (name !== undefined) names.add(name);
       }
+      size = 0;
       for (const name in before) {
-        if (met.has(name)) continue;
+        if (names.has(name)) {
+          size++;
+          continue;
+        }
         delete before[name];
         (changed ??= {})[name] = null;
       }
     }
+    (before as { [SIZE]?: number })[SIZE] = size;
     if (changed !== null) sink.updated(id, changed);
   }
   for (const id of mirror.keys()) {

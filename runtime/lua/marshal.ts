@@ -18,7 +18,7 @@
  * release it was written for. test/lua-internals.test.ts holds them equal.
  */
 import type { JsonValue } from './host-interface';
-import { internals, type EntitySink, type JsonRecord, type LuaStringObject, type WriteLog } from './fengari-internals';
+import { internals, type Box, type EntitySink, type JsonRecord, type LuaStringObject, type WriteLog } from './fengari-internals';
 import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
 import { lua, to_luastring } from './vm';
 
@@ -260,9 +260,9 @@ function tableText(L: any, index: number, depth: number): string {
  * holding numbers under keys `a` and `b` (a zone's entities and their `x`,
  * `y`), read in place without converting the table.
  */
-export const numberPairs: (L: any, index: number, a: LuaStringObject, b: LuaStringObject) => { id: string; x: number; y: number }[] = internals
+export const numberPairs: (L: any, index: number, a: LuaStringObject, b: LuaStringObject, inside?: Box) => { id: string; x: number; y: number }[] = internals
   ? internals.numberPairs
-  : (L, index, a, b) => {
+  : (L, index, a, b, inside) => {
       const out: { id: string; x: number; y: number }[] = [];
       const table = lua.lua_absindex(L, index);
       lua.lua_pushnil(L);
@@ -273,7 +273,11 @@ export const numberPairs: (L: any, index: number, a: LuaStringObject, b: LuaStri
           const ta = lua.lua_rawget(L, entity);
           pushStringObject(L, b);
           const tb = lua.lua_rawget(L, entity);
-          if (ta === lua.LUA_TNUMBER && tb === lua.LUA_TNUMBER) out.push({ id: jsString(lua.lua_tostring(L, entity - 1)), x: lua.lua_tonumber(L, -2), y: lua.lua_tonumber(L, -1) });
+          if (ta === lua.LUA_TNUMBER && tb === lua.LUA_TNUMBER) {
+            const x: number = lua.lua_tonumber(L, -2);
+            const y: number = lua.lua_tonumber(L, -1);
+            if (inside === undefined || !(x >= inside.x0 && x < inside.x1 && y >= inside.y0 && y < inside.y1)) out.push({ id: jsString(lua.lua_tostring(L, entity - 1)), x, y });
+          }
           lua.lua_settop(L, entity);
         }
         lua.lua_pop(L, 1);
@@ -282,7 +286,7 @@ export const numberPairs: (L: any, index: number, a: LuaStringObject, b: LuaStri
     };
 
 
-export type { EntitySink, JsonRecord, WriteLog };
+export type { Box, EntitySink, JsonRecord, WriteLog };
 
 /**
  * The table writes of a call, so that a refused call can be undone in place

@@ -7,7 +7,7 @@
  */
 import { type CallResult, type JoinResult, type JsonObject, type JsonValue, type MatchOutcome, type ModeInfo, type ScriptSource, type Budgets, type WorldServices, type ZoneServices } from './host-interface';
 import { RegistrySlot, ScriptInstance } from './instance';
-import { diffEntities, isObjectJson, MarshalError, numberPairs, pushJson, pushStringObject, stringObject, toJson, toJsonText, writeLog, type EntitySink, type JsonRecord, type LuaStringObject, type WriteLog } from './marshal';
+import { diffEntities, isObjectJson, MarshalError, numberPairs, pushJson, pushStringObject, stringObject, toJson, toJsonText, writeLog, type Box, type EntitySink, type JsonRecord, type LuaStringObject, type WriteLog } from './marshal';
 import { installGameTable } from './game-table';
 import { lua } from './vm';
 
@@ -491,12 +491,24 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
     this.entities.pushOnto(L);
   }
 
-  /** Every entity with numeric `x` and `y`, read in place (the engine's zone crossings look at nothing else). */
-  positions(): { id: string; x: number; y: number }[] {
+  /**
+   * Every entity with numeric `x` and `y` outside `box` (all of them without
+   * one), read in place: the engine's zone crossings look at nothing else.
+   */
+  positions(box?: Box): { id: string; x: number; y: number }[] {
     this.entities.push();
-    const out = numberPairs(this.L, -1, NAMES.x, NAMES.y);
+    const out = numberPairs(this.L, -1, NAMES.x, NAMES.y, box);
     lua.lua_settop(this.L, 0);
     return out;
+  }
+
+  /** Whether the entity table holds any entry. */
+  hasEntities(): boolean {
+    this.entities.push();
+    lua.lua_pushnil(this.L);
+    const any = lua.lua_next(this.L, -2) !== 0;
+    lua.lua_settop(this.L, 0);
+    return any;
   }
 
   /** Removes an entity, answering its fields (null when the zone has no such entity). */

@@ -375,8 +375,17 @@ export class WorldRun {
 
   /** Entities whose position left their zone move to the zone they are now in; players within the `rehome` limits. */
   #crossings(): void {
+    const n = this.settings.grid_size;
+    const size = this.settings.zone_size;
     for (const zone of [...this.#zones.values()]) {
-      for (const { id, x, y } of zone.vm.positions()) {
+      // Only entities outside the zone's square can have left it; the grid's edge zones reach to infinity (#zoneAt clamps).
+      const box = {
+        x0: zone.x === 0 ? -Infinity : zone.x * size,
+        x1: zone.x === n - 1 ? Infinity : (zone.x + 1) * size,
+        y0: zone.y === 0 ? -Infinity : zone.y * size,
+        y1: zone.y === n - 1 ? Infinity : (zone.y + 1) * size,
+      };
+      for (const { id, x, y } of zone.vm.positions(box)) {
         const key = this.#zoneAt(x, y);
         if (key === zone.key) continue;
         const player = zone.players.has(id) ? this.#players.get(id) : undefined;
@@ -465,7 +474,7 @@ export class WorldRun {
       },
       removed(id: string): void {
         if (run.#entityZone.get(id) === sink.zone) run.#entityZone.delete(id);
-        sink.updates.push(`{"op":"r","id":${JSON.stringify(id)}}`);
+        sink.updates.push(`{"op":"r","id":${quoted(id)}}`);
       },
     };
     return sink;
@@ -515,7 +524,7 @@ export class WorldRun {
   #stopIdleZones(now: number): void {
     if (!this.settings.lazy_zones) return;
     for (const zone of [...this.#zones.values()]) {
-      const idle = zone.players.size === 0 && this.#publishedOf(zone.key).entities.size === 0 && zone.vm.positions().length === 0 && !zone.vm.keepHot();
+      const idle = zone.players.size === 0 && this.#publishedOf(zone.key).entities.size === 0 && !zone.vm.hasEntities() && !zone.vm.keepHot();
       if (!idle) {
         zone.idleSince = null;
         continue;
@@ -713,10 +722,24 @@ function emptyOutput(): WorldOutput {
 
 /** `{"op":…,"id":…,…fields}`: fields sit flat beside `op` and `id` (fields of those names are the engine's). */
 function entityText(op: 'a' | 'u', id: string, fields: JsonRecord): string {
-  let text = `{"op":"${op}","id":${JSON.stringify(id)}`;
+  let text = `{"op":"${op}","id":${quoted(id)}`;
   for (const k in fields) {
     if (k === 'op' || k === 'id') continue;
-    text += `,${JSON.stringify(k)}:${JSON.stringify(fields[k])}`;
+    const v = fields[k];
+    text += ',' + quoted(k) + ':' + (typeof v === 'number' && Number.isFinite(v) ? '' + v : JSON.stringify(v));
   }
   return text + '}';
+}
+
+// Ids and field names come back every broadcast; their JSON form is kept (bounded: ids of spawned entities keep coming).
+const quotedTexts = new Map<string, string>();
+
+function quoted(s: string): string {
+  let text = quotedTexts.get(s);
+  if (text === undefined) {
+    text = JSON.stringify(s);
+    if (quotedTexts.size >= 65536) quotedTexts.clear();
+    quotedTexts.set(s, text);
+  }
+  return text;
 }
