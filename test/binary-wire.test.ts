@@ -88,6 +88,18 @@ describe('encoding', () => {
     expect(hex(bytes.subarray(26, 33))).toBe('0301780179017a');
   });
 
+  it('sorts each record however its neighbours are laid out', () => {
+    const shapes: Record<string, number>[] = [{ b: 1, a: 2 }, { b: 3, a: 4 }, { a: 5, b: 6 }, { c: 7, a: 8 }, { b: 9, a: 10 }];
+    const out = decodeWorldTick(encodeWorldTick(frame(shapes.map((f, i) => update(f, i))))!)!;
+    expect(out.records.map((r) => Object.entries((r as { fields: object }).fields))).toEqual([
+      [['a', 2], ['b', 1]],
+      [['a', 4], ['b', 3]],
+      [['a', 5], ['b', 6]],
+      [['a', 8], ['c', 7]],
+      [['a', 10], ['b', 9]],
+    ]);
+  });
+
   it('takes a field named __proto__ as the entity\'s own field', () => {
     const fields = JSON.parse('{"__proto__": 5, "x": 1}') as Record<string, FieldInput>;
     const out = decodeWorldTick(encodeWorldTick(frame([{ op: 'add', slot: 3, gen: 0, id: 'e', fields }]))!)!;

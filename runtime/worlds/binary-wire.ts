@@ -118,9 +118,14 @@ export function worldTickRefusal(frame: WorldTickFrame<FieldInput>): WireRefusal
 
 /** Grows as it writes; one per encode, its bytes handed out at the end. */
 class Writer {
-  bytes = new Uint8Array(512);
-  view = new DataView(this.bytes.buffer);
+  bytes: Uint8Array;
+  view: DataView;
   at = 0;
+
+  constructor(size: number) {
+    this.bytes = new Uint8Array(size);
+    this.view = new DataView(this.bytes.buffer);
+  }
 
   room(n: number): void {
     if (this.at + n <= this.bytes.length) return;
@@ -191,11 +196,20 @@ function encode(frame: WorldTickFrame<FieldInput>): Uint8Array | WireRefusal {
   // them; the dictionary lists names in order of first appearance.
   const ordered: (string[] | null)[] = new Array(records.length);
   const index = new Map<string, number>();
+  // Records of one zone mostly share one shape: the previous record's order is reused when its keys match.
+  let lastKeys: string[] = [];
+  let lastSorted: string[] = [];
   for (let r = 0; r < records.length; r++) {
     const rec = records[r]!;
     const fields = rec.op === 'remove' ? undefined : rec.fields;
-    const names = fields ? Object.keys(fields) : [];
-    if (names.length > 1) names.sort(byUtf8);
+    const keys = fields ? Object.keys(fields) : [];
+    let names = keys;
+    if (sameKeys(keys, lastKeys)) names = lastSorted;
+    else if (keys.length > 1) {
+      names = [...keys].sort(byUtf8);
+      lastKeys = keys;
+      lastSorted = names;
+    }
     ordered[r] = names.length > 0 ? names : null;
     for (const name of names) {
       if (index.has(name)) continue;
@@ -204,8 +218,7 @@ function encode(frame: WorldTickFrame<FieldInput>): Uint8Array | WireRefusal {
     }
   }
 
-  const w = new Writer();
-  w.room(HEADER_BYTES);
+  const w = new Writer(HEADER_BYTES + 32 * records.length);
   w.u8(kind);
   w.i32(zx);
   w.i32(zy);
@@ -270,6 +283,12 @@ function writeValue(w: Writer, idx: number, v: FieldInput | undefined): WireRefu
     return null;
   }
   return 'unencodable_value';
+}
+
+function sameKeys(a: string[], b: string[]): boolean {
+  if (a.length !== b.length || a.length < 2) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function isInt32(v: number): boolean {
