@@ -91,7 +91,7 @@ try {
   const cpu0 = target.cpuMs();
   const loadCpu0 = load.cpuMs();
   await new Promise((r) => setTimeout(r, seconds * 1000));
-  const stats = (await target.request('world-stats')) as { busy: number[]; late: number[]; skipped: number; deltaBytes: number; worlds: number };
+  const stats = (await target.request('world-stats')) as { busy: number[]; late: number[]; skipped: number; deltaBytes: number; worlds: number; split: Record<string, number> };
   const counters = ((await load.request('world-counters')) as { players: { bytes: number; frames: number; ticks: number }[] }).players;
   const cpu = target.cpuMs() - cpu0;
   const loadCpu = load.cpuMs() - loadCpu0;
@@ -124,6 +124,26 @@ try {
         ['interest-managed / naive', (meanBytes / Math.max(1, naivePerPlayer)).toFixed(3)],
         ['target CPU (% of one core)', ((cpu / (seconds * 1000)) * 100).toFixed(0)],
         ['load generator CPU (% of one core)', ((loadCpu / (seconds * 1000)) * 100).toFixed(0)],
+      ],
+  );
+  // Where a tick's time went: lane parts per tick run, and the main thread writing the frames each tick made.
+  const perTick = (ms: number) => (ticksRun > 0 ? ms / ticksRun : 0).toFixed(2);
+  const split = stats.split;
+  const lanePart = (split.lua ?? 0) + (split.undo ?? 0) + (split.diff ?? 0) + (split.encode ?? 0) + (split.crossing ?? 0) + (split.world ?? 0);
+  const host = lanePart - (split.lua ?? 0);
+  table(
+      'One tick, by part (ms per tick run, mean)',
+      ['part', 'ms'],
+      [
+        ['Lua: zone scripts (zone_tick, handle_input, handle_effects)', perTick(split.lua ?? 0)],
+        ['undo of refused inputs', perTick(split.undo ?? 0)],
+        ['diff against what each zone last sent', perTick(split.diff ?? 0)],
+        ['encode of the deltas', perTick(split.encode ?? 0)],
+        ['crossings, spawns, despawns', perTick(split.crossing ?? 0)],
+        ['world VM (post_tick, phases)', perTick(split.world ?? 0)],
+        ['host (non-Lua) work on the lane', perTick(host)],
+        ['rest of the lane tick (bookkeeping, output hand-off)', perTick(stats.busy.reduce((a, b) => a + b, 0) - lanePart)],
+        ['main thread: writing the tick\'s frames to sockets', perTick(split.writes ?? 0)],
       ],
   );
   const p99 = quantile(stats.busy, 0.99);

@@ -18,7 +18,7 @@ import type { LogFields, LogLevel } from '../../../runtime/platform/log';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
 import type { Budgets } from '../../../runtime/lua/host-interface';
 import type { VoteConfig } from '../../../runtime/votes/engine';
-import type { WorldOutput, WorldRecovery } from '../world/world-run';
+import type { TickSplit, WorldOutput, WorldRecovery } from '../world/world-run';
 import type { ThrottleReason } from './fair-share';
 
 export type MatchCommand =
@@ -95,7 +95,7 @@ export type WorldEvent =
    * steps also carry the tick's lateness, how long its steps ran and the
    * bytes of every zone delta it made (whoever watched them).
    */
-  | { kind: 'world'; k: 'step'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number } | null; out: WorldOutput; phase: JsonObject | null }
+  | { kind: 'world'; k: 'step'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit } | null; out: WorldOutput; phase: JsonObject | null }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { kind: 'world'; k: 'skipped'; worldId: string }
   | { kind: 'world'; k: 'vote'; worldId: string; config: VoteConfig & { vote_id: string } }

@@ -26,6 +26,7 @@ import type { FrameHandler, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
 import type { Session, SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
+import { emptySplit, type TickSplit } from './world-run';
 
 /** A finished world answers `not_in_match` this long, then is gone. */
 const FINISHED_LINGER_MS = 5000;
@@ -68,6 +69,12 @@ export interface WorldTickStats {
   skipped: number;
   /** Bytes of every zone delta made: what one player watching the whole world would have received. */
   deltaBytes: number;
+  /** Milliseconds by part, summed over the ticks in `busy` (lane work), and the main thread's writing of their frames. */
+  split: TickSplit & { writes: number };
+}
+
+function emptyStats(): WorldTickStats {
+  return { busy: [], late: [], skipped: 0, deltaBytes: 0, split: { ...emptySplit(), writes: 0 } };
 }
 
 /**
@@ -86,7 +93,7 @@ export class WorldHost implements LiveWorlds {
   #listCache: { at: number; worlds: LiveWorld[] } | null = null;
   /** Serialises `find_or_create` so concurrent callers converge on one world. */
   #quickPlay: Promise<unknown> = Promise.resolve();
-  #stats: WorldTickStats = { busy: [], late: [], skipped: 0, deltaBytes: 0 };
+  #stats: WorldTickStats = emptyStats();
   #closed = false;
 
   constructor(
@@ -123,7 +130,7 @@ export class WorldHost implements LiveWorlds {
   /** Tick timings since the last call (the benchmark reads them). */
   takeStats(): WorldTickStats {
     const stats = this.#stats;
-    this.#stats = { busy: [], late: [], skipped: 0, deltaBytes: 0 };
+    this.#stats = emptyStats();
     return stats;
   }
 
@@ -423,7 +430,10 @@ export class WorldHost implements LiveWorlds {
           this.#stats.busy.push(e.tick.busyMs);
           this.#stats.late.push(e.tick.lateMs);
           this.#stats.deltaBytes += e.tick.deltaBytes;
+          const split = this.#stats.split;
+          for (const part in e.tick.split) split[part as keyof TickSplit] += e.tick.split[part as keyof TickSplit];
         }
+        const t0 = e.tick ? performance.now() : 0;
         if (e.phase) world.phase = e.phase;
         for (const [text, players] of e.out.sends) {
           if (players === null) this.#toRoster(world, text);
@@ -434,6 +444,7 @@ export class WorldHost implements LiveWorlds {
           }
         }
         for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
+        if (e.tick) this.#stats.split.writes += performance.now() - t0;
         return;
       }
       case 'skipped':

@@ -7,7 +7,7 @@ import type { ModeInfo } from '../../../runtime/lua/host-interface';
 import { parseVoteConfig } from '../../../runtime/votes/engine';
 import type { Answer, WorldCommand } from '../lanes/protocol';
 import type { LaneContext, LaneHandler } from '../lanes/runner';
-import { WorldRun, type WorldRecovery } from './world-run';
+import { WorldRun, type TickSplit, type WorldRecovery } from './world-run';
 
 interface LaneWorld {
   run: WorldRun;
@@ -17,7 +17,7 @@ interface LaneWorld {
   phase: string | null;
 }
 
-type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number };
+type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit };
 
 export class WorldLane implements LaneHandler<WorldCommand> {
   readonly #worlds = new Map<string, LaneWorld>();
@@ -125,7 +125,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
         this.lane.emit({ kind: 'world', k: 'vote', worldId, config: { ...asked.config, vote_id: asked.config.vote_id ?? this.lane.ids.uuid() } });
       }
     }
-    this.#output(worldId, w, { lateMs, busyMs: performance.now() - t0, deltaBytes: w.run.takeDeltaBytes() });
+    this.#output(worldId, w, { lateMs, busyMs: performance.now() - t0, deltaBytes: w.run.takeDeltaBytes(), split: w.run.takeSplit() });
   }
 
   /** Sends what the world produced; the phase listing rides along when it changed. */

@@ -55,6 +55,26 @@ interface SpawnTemplate {
   type?: JsonValue;
 }
 
+/** Milliseconds a world's ticks spent by part (the benchmark prints them per tick). */
+export interface TickSplit {
+  /** Zone scripts (zone_tick, handle_input, handle_effects), less undoing refused inputs. */
+  lua: number;
+  /** Putting refused inputs' writes back. */
+  undo: number;
+  /** Comparing zones' entities with what they last sent. */
+  diff: number;
+  /** Writing the deltas' frames. */
+  encode: number;
+  /** Entities crossing zone borders, spawns and despawns. */
+  crossing: number;
+  /** The world VM: post_tick, phases. */
+  world: number;
+}
+
+export function emptySplit(): TickSplit {
+  return { lua: 0, undo: 0, diff: 0, encode: 0, crossing: 0, world: 0 };
+}
+
 /** What a persistent world left in the database, to start from after a restart. */
 export interface WorldRecovery {
   zones: ZoneSnapshot[];
@@ -131,6 +151,7 @@ export class WorldRun {
   #vote: JsonValue = null;
   /** Bumped by every broadcast (published entities change only then); mirror lists are kept per epoch. */
   #publishEpoch = 0;
+  #split: TickSplit = emptySplit();
   readonly #mirrorLists = new Map<ZoneKey, { epoch: number; list: { id: string; entity: JsonObject }[] }>();
 
   private constructor(options: WorldRunOptions, vm: WorldVm) {
@@ -220,6 +241,12 @@ export class WorldRun {
 
   get tick(): number {
     return this.#tick;
+  }
+
+  takeSplit(): TickSplit {
+    const split = this.#split;
+    this.#split = emptySplit();
+    return split;
   }
 
   takeDeltaBytes(): number {
@@ -324,9 +351,23 @@ export class WorldRun {
     const tick = this.#tick;
     // An edited script is taken before the zones step, so the templates it adds are spawnable on this very tick.
     if (this.#vm.reloadIfStale()) this.#readTemplates();
-    for (const zone of [...this.#zones.values()]) this.#zoneStep(zone, tick);
+    const split = this.#split;
+    let t = performance.now();
+    let undo = 0;
+    for (const zone of [...this.#zones.values()]) {
+      this.#zoneStep(zone, tick);
+      undo += zone.vm.undoMs;
+      zone.vm.undoMs = 0;
+    }
+    let at = performance.now();
+    split.lua += at - t - undo;
+    split.undo += undo;
+    t = at;
     this.#applySpawns();
     this.#crossings();
+    at = performance.now();
+    split.crossing += at - t;
+    t = at;
     const post = this.#vm.postTick(tick);
     if (post.finished) {
       this.#finished = post.finished.result;
@@ -334,6 +375,7 @@ export class WorldRun {
     }
     if (post.vote !== null && isObjectJson(post.vote) && Object.keys(post.vote).length > 0) this.#vote = post.vote;
     this.#runPhases(now);
+    split.world += performance.now() - t;
     if (this.#finished) return;
     if (tick % this.settings.broadcast_interval === 0) this.#broadcastDeltas(tick);
     this.#stopIdleZones(now);
@@ -441,17 +483,29 @@ export class WorldRun {
   #broadcastDeltas(tick: number): void {
     this.#publishEpoch++;
     const sink = this.#deltas;
+    const split = this.#split;
     for (const zone of this.#zones.values()) {
       const published = this.#publishedOf(zone.key);
       sink.zone = zone.key;
-      sink.updates.length = 0;
+      sink.ops.length = 0;
+      sink.ids.length = 0;
+      sink.fields.length = 0;
+      const t0 = performance.now();
       zone.vm.diff(published.entities, sink);
-      if (sink.updates.length === 0) continue;
+      const t1 = performance.now();
+      split.diff += t1 - t0;
+      if (sink.ops.length === 0) continue;
       published.seq++;
-      const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${sink.updates.join(',')}]}}`;
+      const updates: string[] = [];
+      for (let i = 0; i < sink.ops.length; i++) {
+        const op = sink.ops[i]!;
+        updates.push(op === 'r' ? `{"op":"r","id":${quoted(sink.ids[i]!)}}` : entityText(op, sink.ids[i]!, sink.fields[i]!));
+      }
+      const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${updates.join(',')}]}}`;
       this.#deltaBytes += text.length;
       const watchers = this.#watchers.get(zone.key);
       if (watchers && watchers.size > 0) this.#out.sends.push([text, [...watchers]]);
+      split.encode += performance.now() - t1;
     }
     for (const player of this.#players.values()) {
       if (!player.attached || player.consumed <= player.ackSent) continue;
@@ -460,21 +514,33 @@ export class WorldRun {
     }
   }
 
-  /** Turns a zone's differences into delta records (one sink for every zone, reset per zone). */
+  /**
+   * Collects a zone's differences as delta records (one sink for every zone,
+   * emptied per zone); an add's fields are the mirror's record, read before
+   * the next diff changes it.
+   */
   readonly #deltas = ((run: WorldRun) => {
     const sink = {
       zone: 0 as ZoneKey,
-      updates: [] as string[],
+      ops: [] as ('a' | 'u' | 'r')[],
+      ids: [] as string[],
+      fields: [] as (JsonRecord | null)[],
       added(id: string, fields: JsonRecord): void {
         run.#entityZone.set(id, sink.zone);
-        sink.updates.push(entityText('a', id, fields));
+        sink.ops.push('a');
+        sink.ids.push(id);
+        sink.fields.push(fields);
       },
       updated(id: string, changed: JsonRecord): void {
-        sink.updates.push(entityText('u', id, changed));
+        sink.ops.push('u');
+        sink.ids.push(id);
+        sink.fields.push(changed);
       },
       removed(id: string): void {
         if (run.#entityZone.get(id) === sink.zone) run.#entityZone.delete(id);
-        sink.updates.push(`{"op":"r","id":${quoted(id)}}`);
+        sink.ops.push('r');
+        sink.ids.push(id);
+        sink.fields.push(null);
       },
     };
     return sink;
