@@ -107,6 +107,7 @@ export class SessionRegistry {
   readonly #all = new Set<Session>();
   readonly #goneListeners: ((playerId: string) => void)[] = [];
   readonly #boundListeners: ((playerId: string) => void)[] = [];
+  readonly #endedListeners: ((session: Session) => void)[] = [];
 
   /**
    * Pushes to the player's sockets on whichever node holds them: here, this
@@ -137,6 +138,7 @@ export class SessionRegistry {
       session.tokenId = tokenId;
       return;
     }
+    if (session.playerId !== null) this.#ended(session);
     this.#unbind(session);
     session.playerId = playerId;
     session.tokenId = tokenId;
@@ -148,7 +150,21 @@ export class SessionRegistry {
 
   remove(session: Session): void {
     this.#all.delete(session);
+    this.#ended(session);
     this.#unbind(session);
+  }
+
+  /**
+   * Called when a socket stops speaking for its player: it closed, it is being closed for a
+   * logout, a revocation or an erasure (before the close handshake ends), or it re-authenticated
+   * as someone else. May be called more than once for one socket.
+   */
+  onSessionEnded(listener: (session: Session) => void): void {
+    this.#endedListeners.push(listener);
+  }
+
+  #ended(session: Session): void {
+    for (const listener of this.#endedListeners) listener(session);
   }
 
   #unbind(session: Session): void {
@@ -213,11 +229,23 @@ export class SessionRegistry {
     else held?.sendWorldTick(text, binary, sent);
   }
 
+  /** Whether any of the player's sockets here is on the binary wire. */
+  onBinaryWire(playerId: string): boolean {
+    const held = this.#byPlayer.get(playerId);
+    if (held instanceof Set) {
+      for (const s of held) if (s.binaryWire) return true;
+      return false;
+    }
+    return held?.binaryWire ?? false;
+  }
+
   /** Closes every socket of the player with a normal close and no frame. */
   disconnect(playerId: string): void {
     const held = this.#byPlayer.get(playerId);
-    if (held instanceof Set) for (const s of [...held]) s.close(1000, 'session_closed');
-    else held?.close(1000, 'session_closed');
+    for (const s of held instanceof Set ? [...held] : held ? [held] : []) {
+      this.#ended(s);
+      s.close(1000, 'session_closed');
+    }
   }
 
   /** Closes, normally and without a frame, every socket bound with one of these access tokens. */
@@ -225,7 +253,11 @@ export class SessionRegistry {
     if (tokenIds.length === 0) return;
     const ids = new Set(tokenIds);
     // Revocations are rare next to frames, so a scan beats keeping a second index.
-    for (const s of [...this.#all.values()]) if (s.tokenId !== null && ids.has(s.tokenId)) s.close(1000, 'session_closed');
+    for (const s of [...this.#all.values()]) {
+      if (s.tokenId === null || !ids.has(s.tokenId)) continue;
+      this.#ended(s);
+      s.close(1000, 'session_closed');
+    }
   }
 
   sessions(): IterableIterator<Session> {

@@ -35,11 +35,11 @@ export type MatchCommand =
 export type WorldCommand =
   /** The world's VM, declarations and `init`, then (after a restart) what its snapshot kept. */
   | { kind: 'world'; op: 'create'; req: number; worldId: string; mode: ModeInfo; seed: number; recovery: WorldRecovery | null }
-  | { kind: 'world'; op: 'join'; req: number; worldId: string; playerId: string; ctx: JsonObject }
+  | { kind: 'world'; op: 'join'; req: number; worldId: string; playerId: string; ctx: JsonObject; binary: boolean }
   /** `detach`: the connection went away inside `player_ttl_ms`; the entity stays. */
   | { kind: 'world'; op: 'leave'; req: number; worldId: string; playerId: string; detach: boolean }
   | { kind: 'world'; op: 'input'; worldId: string; playerId: string; input: JsonObject; seq: number | null }
-  | { kind: 'world'; op: 'resync'; worldId: string; playerId: string; x: number; y: number }
+  | { kind: 'world'; op: 'resync'; worldId: string; playerId: string; x: number; y: number; binary: boolean }
   | { kind: 'world'; op: 'tick'; worldId: string; due: number }
   | { kind: 'world'; op: 'snapshot'; worldId: string }
   | { kind: 'world'; op: 'close'; worldId: string }

@@ -59,7 +59,7 @@ interface LiveWorld {
   /** The zone each player stands in, and the chat channels that follow from it. */
   zones: Map<string, [number, number]>;
   /** A joiner's frames (its keyframes first), held until its `world.joined` has gone out (#releaseHeld). */
-  held: Map<string, [string, Tally][]>;
+  held: Map<string, [string, Tally, Uint8Array | null][]>;
 }
 
 export interface WorldTickStats {
@@ -266,7 +266,7 @@ export class WorldHost implements LiveWorlds {
     if (pending) return pending;
     if (world.roster.has(playerId) && !world.detached.has(playerId)) return this.#joined(world);
     if (!world.roster.has(playerId) && world.roster.size + world.joining.size >= world.mode.max_players) throw new FrameError('world_full');
-    const held: [string, Tally][] = [];
+    const held: [string, Tally, Uint8Array | null][] = [];
     world.held.set(playerId, held);
     const joined = this.#join(world, playerId, ctx);
     world.joining.set(playerId, joined);
@@ -280,22 +280,27 @@ export class WorldHost implements LiveWorlds {
   }
 
   /** Sends a joiner's held frames after its reply, in their order; a join that did not land drops them. */
-  #releaseHeld(world: LiveWorld, playerId: string, held: [string, Tally][]): void {
+  #releaseHeld(world: LiveWorld, playerId: string, held: [string, Tally, Uint8Array | null][]): void {
     if (world.held.get(playerId) !== held) return;
     world.held.delete(playerId);
     if (this.#byPlayer.get(playerId) !== world || world.detached.has(playerId)) return;
-    for (const [text, sent] of held) this.sessions.pushText(playerId, text, sent);
+    for (const [text, sent, bytes] of held) this.#write(playerId, text, sent, bytes);
   }
 
-  /** One frame to one player of the world, behind the frames held for its join if it is joining. */
-  #deliver(world: LiveWorld, playerId: string, text: string, sent: Tally): void {
+  /** One frame to one player of the world, behind the frames held for its join if it is joining; `bytes`: a world.tick's binary form. */
+  #deliver(world: LiveWorld, playerId: string, text: string, sent: Tally, bytes: Uint8Array | null = null): void {
     const held = world.held.get(playerId);
-    if (held) held.push([text, sent]);
-    else this.sessions.pushText(playerId, text, sent);
+    if (held) held.push([text, sent, bytes]);
+    else this.#write(playerId, text, sent, bytes);
+  }
+
+  #write(playerId: string, text: string, sent: Tally, bytes: Uint8Array | null): void {
+    if (bytes === null) this.sessions.pushText(playerId, text, sent);
+    else this.sessions.pushWorldTick(playerId, text, bytes, sent);
   }
 
   async #join(world: LiveWorld, playerId: string, ctx: JsonObject): Promise<WorldJoined> {
-    const r = await this.pool.request<WorldJoinAnswer>(world.id, LOST_JOIN, (req) => ({ kind: 'world', op: 'join', req, worldId: world.id, playerId, ctx }));
+    const r = await this.pool.request<WorldJoinAnswer>(world.id, LOST_JOIN, (req) => ({ kind: 'world', op: 'join', req, worldId: world.id, playerId, ctx, binary: this.sessions.onBinaryWire(playerId) }));
     if (world.status === 'finished') throw new FrameError('not_in_match');
     if (!r.ok) {
       if (r.refused) throw new FrameError('join_refused', { details: r.reason ? { refused_reason: r.reason } : {} });
@@ -435,12 +440,12 @@ export class WorldHost implements LiveWorlds {
         }
         const t0 = e.tick ? performance.now() : 0;
         if (e.phase) world.phase = e.phase;
-        for (const [text, players] of e.out.sends) {
+        for (const [text, players, bytes] of e.out.sends) {
           if (players === null) this.#toRoster(world, text);
           else {
             const sent = this.sessions.metrics.frameOutOf(text);
             // A joiner's keyframes are held until its join is answered (#releaseHeld).
-            for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.#deliver(world, p, text, sent);
+            for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.#deliver(world, p, text, sent, bytes ?? null);
           }
         }
         for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
@@ -526,7 +531,7 @@ export class WorldHost implements LiveWorlds {
     const world = this.#byPlayer.get(playerId);
     if (!zone || !world || world.status !== 'running') return null;
     if (!this.ctx.limits.take('resync', `p:${playerId}`).ok || !this.ctx.limits.take('resync_global', 'node').ok) return null;
-    this.pool.soon(world.id, { kind: 'world', op: 'resync', worldId: world.id, playerId, x: zone[0], y: zone[1] });
+    this.pool.soon(world.id, { kind: 'world', op: 'resync', worldId: world.id, playerId, x: zone[0], y: zone[1], binary: session.binaryWire });
     return null;
   }
 

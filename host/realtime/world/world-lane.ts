@@ -35,7 +35,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       case 'join': {
         const w = this.#worlds.get(c.worldId);
         if (!w) return this.lane.answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such world' });
-        const r = w.run.join(c.playerId, c.ctx);
+        const r = w.run.join(c.playerId, c.ctx, c.binary);
         this.lane.answer(c.req, r);
         return this.#output(c.worldId, w, null);
       }
@@ -53,7 +53,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       case 'resync': {
         const w = this.#worlds.get(c.worldId);
         if (!w) return;
-        w.run.resync(c.playerId, c.x, c.y);
+        w.run.resync(c.playerId, c.x, c.y, c.binary);
         return this.#output(c.worldId, w, null);
       }
       case 'tick':

@@ -11,12 +11,13 @@ import type { IdSource } from '../../../runtime/platform/ids';
 import type { Logger } from '../../../runtime/platform/log';
 import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptServices, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
 import { lua } from '../../../runtime/lua/vm';
-import { asObjectJson, isObjectJson, type JsonRecord } from '../../../runtime/lua/marshal';
+import { asObjectJson, isObjectJson, type EntitySink, type JsonRecord } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';
 import { WorldVm, ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
 import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
 import { TerrainStore, terrainProvider } from './terrain';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
+import { encodeWorldTick, ZoneSlots, type FieldInput, type WireRecord, type WorldTickFrame } from '../../../runtime/worlds/binary-wire';
 
 /** A zone's coordinates packed in one number (grids are at most 1000 a side). */
 type ZoneKey = number;
@@ -86,7 +87,8 @@ export interface WorldRecovery {
  * `world.<leaf>` broadcast).
  */
 export interface WorldOutput {
-  sends: [string, string[] | null][];
+  /** With a third element for `world.tick` frames that have a binary form (sockets on the binary wire get those bytes). */
+  sends: [string, string[] | null, (Uint8Array | null)?][];
   /** Players whose zone changed: [player, x, y]. */
   moved: [string, number, number][];
 }
@@ -112,7 +114,26 @@ interface Zone {
 interface Published {
   seq: number;
   entities: Map<string, JsonRecord>;
+  /** The binary wire's names for the zone's entities, kept in step with `entities` whichever wire is in use. */
+  slots: ZoneSlots;
+  /** A binary frame of this zone went out as text: binary subscribers lack its slot bindings, so the next binary frame is a keyframe. */
+  binaryBehind: boolean;
+  /** After a keyframe too had no binary form, the zone sends text until then (ms), retrying at a growing interval. */
+  binaryOffUntil: number;
+  binaryBackoff: number;
 }
+
+/** A zone's differences as delta records: parallel lists, emptied per zone. */
+interface DeltaSink extends EntitySink {
+  zone: ZoneKey;
+  ops: ('a' | 'u' | 'r')[];
+  ids: string[];
+  fields: (JsonRecord | null)[];
+}
+
+/** The first wait before a zone whose keyframe had no binary form tries the binary wire again, and the longest. */
+const BINARY_RETRY_MS = 60_000;
+const BINARY_RETRY_MAX_MS = 3_600_000;
 
 interface Player {
   id: string;
@@ -152,6 +173,12 @@ export class WorldRun {
   /** Bumped by every broadcast (published entities change only then); mirror lists are kept per epoch. */
   #publishEpoch = 0;
   #split: TickSplit = emptySplit();
+  /**
+   * A player on the binary wire joined or asked for a keyframe: from then on
+   * every world.tick frame also gets its binary form. A world whose players
+   * are all on text never encodes twice.
+   */
+  #binary = false;
   readonly #mirrorLists = new Map<ZoneKey, { epoch: number; list: { id: string; entity: JsonObject }[] }>();
 
   private constructor(options: WorldRunOptions, vm: WorldVm) {
@@ -280,7 +307,8 @@ export class WorldRun {
   // ---- players ------------------------------------------------------------
 
   /** `join`, then `spawn_position`, then the player's entity in its zone and the keyframes of its ring. */
-  join(playerId: string, ctx: JsonObject): JoinResult & { zone?: [number, number] } {
+  join(playerId: string, ctx: JsonObject, binary = false): JoinResult & { zone?: [number, number] } {
+    if (binary) this.#binary = true;
     const known = this.#players.get(playerId);
     if (known) {
       // Back inside the grace window: the same entity, a fresh view.
@@ -336,11 +364,12 @@ export class WorldRun {
   }
 
   /** A fresh keyframe of a watched zone for one player. */
-  resync(playerId: string, x: number, y: number): void {
+  resync(playerId: string, x: number, y: number, binary = false): void {
+    if (binary) this.#binary = true;
     const player = this.#players.get(playerId);
     const key = keyOf(x, y);
     if (!player || !player.attached || x < 0 || y < 0 || x >= this.settings.grid_size || y >= this.settings.grid_size || !player.ring.has(key)) return;
-    this.#out.sends.push([this.#keyframe(key), [playerId]]);
+    this.#out.sends.push(this.#keyframe(key, [playerId]));
   }
 
   // ---- the tick -------------------------------------------------------------
@@ -499,12 +528,17 @@ export class WorldRun {
       const updates: string[] = [];
       for (let i = 0; i < sink.ops.length; i++) {
         const op = sink.ops[i]!;
-        updates.push(op === 'r' ? `{"op":"r","id":${quoted(sink.ids[i]!)}}` : entityText(op, sink.ids[i]!, sink.fields[i]!));
+        const id = sink.ids[i]!;
+        updates.push(op === 'r' ? `{"op":"r","id":${quoted(id)}}` : entityText(op, id, sink.fields[i]!));
+        // Slots follow the entities on every wire, so a client switching to binary finds them in step.
+        if (op === 'a' && published.slots.bind(id) === null) published.binaryBehind = true;
       }
       const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${updates.join(',')}]}}`;
       this.#deltaBytes += text.length;
       const watchers = this.#watchers.get(zone.key);
-      if (watchers && watchers.size > 0) this.#out.sends.push([text, [...watchers]]);
+      const bytes = this.#binary && watchers && watchers.size > 0 ? this.#binaryDelta(zone, published, tick, sink) : null;
+      for (let i = 0; i < sink.ops.length; i++) if (sink.ops[i] === 'r') published.slots.release(sink.ids[i]!);
+      if (watchers && watchers.size > 0) this.#out.sends.push([text, [...watchers], bytes]);
       split.encode += performance.now() - t1;
     }
     for (const player of this.#players.values()) {
@@ -519,8 +553,8 @@ export class WorldRun {
    * emptied per zone); an add's fields are the mirror's record, read before
    * the next diff changes it.
    */
-  readonly #deltas = ((run: WorldRun) => {
-    const sink = {
+  readonly #deltas = ((run: WorldRun): DeltaSink => {
+    const sink: DeltaSink = {
       zone: 0 as ZoneKey,
       ops: [] as ('a' | 'u' | 'r')[],
       ids: [] as string[],
@@ -545,6 +579,59 @@ export class WorldRun {
     };
     return sink;
   })(this);
+
+  /**
+   * The delta's binary form; a keyframe of the zone's baseline instead when
+   * binary subscribers missed bindings or this delta has no binary form; null
+   * (the text goes to everyone) when neither encodes.
+   */
+  #binaryDelta(zone: Zone, published: Published, tick: number, sink: DeltaSink): Uint8Array | null {
+    if (Date.now() < published.binaryOffUntil) return null;
+    if (!published.binaryBehind) {
+      const records: WireRecord<FieldInput>[] = [];
+      let bound = true;
+      for (let i = 0; i < sink.ops.length && bound; i++) {
+        const op = sink.ops[i]!;
+        const binding = published.slots.get(sink.ids[i]!);
+        if (!binding) bound = false;
+        else if (op === 'r') records.push({ op: 'remove', slot: binding.slot, gen: binding.gen });
+        else if (op === 'a') records.push({ op: 'add', slot: binding.slot, gen: binding.gen, id: sink.ids[i]!, fields: wireFields(sink.fields[i]!) });
+        else records.push({ op: 'update', slot: binding.slot, gen: binding.gen, fields: wireFields(sink.fields[i]!) });
+      }
+      const bytes = bound ? encodeWorldTick({ kind: 'sequenced', zone: [zone.x, zone.y], frame_seq: published.seq, kf: false, tick, records }) : null;
+      if (bytes !== null) return bytes;
+    }
+    return this.#binaryKeyframe(zone.x, zone.y, published);
+  }
+
+  /** The zone's baseline as a binary keyframe, or null (and the zone on text for a while) when it has no binary form. */
+  #binaryKeyframe(x: number, y: number, published: Published): Uint8Array | null {
+    if (Date.now() < published.binaryOffUntil) return null;
+    const records: WireRecord<FieldInput>[] = [];
+    let bytes: Uint8Array | null = null;
+    let bound = true;
+    for (const [id, entity] of published.entities) {
+      const binding = published.slots.bind(id);
+      if (!binding) {
+        bound = false;
+        break;
+      }
+      records.push({ op: 'add', slot: binding.slot, gen: binding.gen, id, fields: wireFields(entity) });
+    }
+    if (bound) bytes = encodeWorldTick({ kind: 'sequenced', zone: [x, y], frame_seq: published.seq, kf: true, tick: 0, records });
+    if (bytes === null) {
+      published.binaryBehind = true;
+      published.binaryBackoff = Math.min(BINARY_RETRY_MAX_MS, published.binaryBackoff === 0 ? BINARY_RETRY_MS : published.binaryBackoff * 2);
+      published.binaryOffUntil = Date.now() + published.binaryBackoff;
+      if (this.#o.limits.take('script_log', `${this.#o.worldId}:binary_wire`).ok) {
+        this.#o.log.warn('world_binary_wire_refused', { world_id: this.#o.worldId, zone: `${x},${y}`, retry_in_ms: published.binaryBackoff });
+      }
+      return null;
+    }
+    published.binaryBehind = false;
+    published.binaryBackoff = 0;
+    return bytes;
+  }
 
   // ---- zones --------------------------------------------------------------
 
@@ -687,7 +774,7 @@ export class WorldRun {
   #publishedOf(key: ZoneKey): Published {
     let published = this.#published.get(key);
     if (!published) {
-      published = { seq: 0, entities: new Map() };
+      published = { seq: 0, entities: new Map(), slots: new ZoneSlots(), binaryBehind: false, binaryOffUntil: 0, binaryBackoff: 0 };
       this.#published.set(key, published);
     }
     return published;
@@ -717,7 +804,7 @@ export class WorldRun {
         this.#watchers.set(k, watchers);
       }
       watchers.add(player.id);
-      this.#out.sends.push([this.#keyframe(k), [player.id]]);
+      this.#out.sends.push(this.#keyframe(k, [player.id]));
       const [cx, cy] = coordsOf(k);
       const chunk = this.#terrain?.get(cx, cy) ?? null;
       if (chunk !== null) this.#out.sends.push([`{"type":"world.terrain","payload":{"coords":[${cx},${cy}],"data":${JSON.stringify(chunk)}}}`, [player.id]]);
@@ -730,16 +817,28 @@ export class WorldRun {
     player.ring.delete(key);
     const published = this.#published.get(key);
     const [x, y] = coordsOf(key);
-    const removals = published ? [...published.entities.keys()].map((id) => `{"op":"r","id":${JSON.stringify(id)}}`) : [];
-    this.#out.sends.push([`{"type":"world.tick","payload":{"zone":[${x},${y}],"tick":0,"updates":[${removals.join(',')}]}}`, [player.id]]);
+    const removals = published ? [...published.entities.keys()].map((id) => `{"op":"r","id":${quoted(id)}}`) : [];
+    const text = `{"type":"world.tick","payload":{"zone":[${x},${y}],"tick":0,"updates":[${removals.join(',')}]}}`;
+    let bytes: Uint8Array | null = null;
+    if (this.#binary && published && !published.binaryBehind) {
+      const records: WireRecord<FieldInput>[] = [];
+      for (const id of published.entities.keys()) {
+        const binding = published.slots.get(id);
+        if (binding) records.push({ op: 'remove', slot: binding.slot, gen: binding.gen });
+      }
+      if (records.length === published.entities.size) bytes = encodeWorldTick({ kind: 'ungated', zone: [x, y], frame_seq: 0, kf: false, tick: 0, records });
+    }
+    this.#out.sends.push([text, [player.id], bytes]);
   }
 
-  #keyframe(key: ZoneKey): string {
+  /** A keyframe of the zone for `players`: its text, and its binary form when the world has binary players. */
+  #keyframe(key: ZoneKey, players: string[]): [string, string[], Uint8Array | null] {
     const published = this.#publishedOf(key);
     const [x, y] = coordsOf(key);
     const adds: string[] = [];
     for (const [id, entity] of published.entities) adds.push(entityText('a', id, entity));
-    return `{"type":"world.tick","payload":{"zone":[${x},${y}],"frame_seq":${published.seq},"kf":true,"tick":0,"updates":[${adds.join(',')}]}}`;
+    const text = `{"type":"world.tick","payload":{"zone":[${x},${y}],"frame_seq":${published.seq},"kf":true,"tick":0,"updates":[${adds.join(',')}]}}`;
+    return [text, players, this.#binary ? this.#binaryKeyframe(x, y, published) : null];
   }
 
   #broadcast(leaf: string, payload: JsonObject): void {
@@ -808,4 +907,12 @@ function quoted(s: string): string {
     quotedTexts.set(s, text);
   }
   return text;
+}
+
+/** An entity's fields as the binary wire takes them (`op` and `id` are the engine's, as in the text). */
+function wireFields(fields: JsonRecord): Record<string, FieldInput> {
+  if (!('op' in fields) && !('id' in fields)) return fields as Record<string, FieldInput>;
+  const out: Record<string, FieldInput> = {};
+  for (const k in fields) if (k !== 'op' && k !== 'id') out[k] = fields[k] as FieldInput;
+  return out;
 }
