@@ -23,7 +23,7 @@ function open(port: number): Promise<Conn> {
 }
 
 /** Opens `n` sockets, `batch` at a time, authenticating each when tokens are given. */
-async function openAll(port: number, n: number, tokens: string[] | null, batch = 200): Promise<Conn[]> {
+async function openAll(port: number, n: number, tokens: string[] | null, batch = 200, binaryFrom = Infinity): Promise<Conn[]> {
   const conns: Conn[] = [];
   for (let i = 0; i < n; i += batch) {
     const opened = await Promise.all(Array.from({ length: Math.min(batch, n - i) }, () => open(port)));
@@ -37,7 +37,8 @@ async function openAll(port: number, n: number, tokens: string[] | null, batch =
                 if (text.includes('session.connected')) resolve();
                 else reject(new Error(`connect failed: ${text}`));
               };
-              c.ws.send(JSON.stringify({ type: 'session.connect', cid: '1', payload: { token: tokens[i + j] } }));
+              // Sockets from `binaryFrom` on ask for world.tick on the binary wire.
+              c.ws.send(JSON.stringify({ type: 'session.connect', cid: '1', payload: { token: tokens[i + j], ...(i + j >= binaryFrom ? { wire: 'binary' } : {}) } }));
             }),
         ),
       );
@@ -203,9 +204,9 @@ serveParent(
       return { matched };
     },
 
-    async worlds(m: { port: number; tokens: string[]; mode: string; tickMs: number }) {
-      // Every player joins the one world, then moves every tick.
-      const conns = await openAll(m.port, m.tokens.length, m.tokens, 250);
+    async worlds(m: { port: number; tokens: string[]; mode: string; tickMs: number; binaryFrom: number }) {
+      // Every player joins the one world, then moves every tick; players from `binaryFrom` on are on the binary wire.
+      const conns = await openAll(m.port, m.tokens.length, m.tokens, 250, m.binaryFrom);
       held = conns;
       for (const c of conns) {
         await new Promise<void>((resolve, reject) => {
@@ -222,6 +223,13 @@ serveParent(
         const mine = worldCounters.players[i]!;
         c.onBytes = (data) => {
           mine.bytes += data.length;
+          if (data[0] !== 0x7b) {
+            // A binary world.tick: kind, zone x and y (i32), frame_seq (u64), kf, then the tick (u64, little-endian).
+            mine.frames++;
+            const n = data.length >= 26 ? data.readUInt32LE(18) : 0;
+            if (n > 0) mine.ticks.add(n);
+            return;
+          }
           if (!startsWith(data, WORLD_TICK)) return;
           mine.frames++;
           const at = data.indexOf(TICK_KEY);
