@@ -27,6 +27,8 @@ import { TournamentClock } from './jobs/tournament-clock';
 import { NodeMetrics } from './metrics/registry';
 import { listenForScrapes, type MetricsListener } from './metrics/listener';
 import { Fleet, type FleetOptions } from './fleet/fleet';
+import { isWorker } from './fleet/workers';
+import { DatagramPlane } from './realtime/datagram/plane';
 
 export interface ServerOptions {
   settings: Settings;
@@ -115,9 +117,11 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
   const probe = new ProcessProbe(live, scriptWorkers(options.settings));
   let metricsListener: MetricsListener | null = null;
   let context: Awaited<ReturnType<typeof createContext>>;
+  let datagrams: DatagramPlane | null = null;
   try {
     if (metrics) metricsListener = await listenMetrics(metrics, options.settings, log);
     context = await createContext({ ...options, database, ...(declarations ? { game: declarations } : {}), log, live, probe, fleet });
+    if (options.settings.datagrams) datagrams = await openDatagrams(context.ctx, metrics);
   } catch (err) {
     await metricsListener?.close();
     await fleet.close();
@@ -195,6 +199,7 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
   }).catch(async (err) => {
     await metricsListener?.close();
+    await datagrams?.close();
     throw err;
   });
   const port = (server.address() as AddressInfo).port;
@@ -242,7 +247,8 @@ export async function createHost(options: ServerOptions): Promise<RunningServer>
 
   const hooks: (() => Promise<void> | void)[] = [];
   // WebSocket on the same port: upgrades of `/ws` go to the gateway; sockets close with 1001 on shutdown.
-  live.start(ctx, server);
+  live.start(ctx, server, datagrams);
+  if (datagrams) log.info('datagram_plane', { port: datagrams.port, endpoint: datagrams.endpoint, poses: datagrams.manifest !== null });
   // Persistent worlds a previous run left come back once their tables answer.
   readyPromise.then(() => live.worlds.recover(), () => {}).catch((err) => log.error('world_recovery_failed', { error: err }));
   hooks.push(() => live.close());
@@ -317,6 +323,7 @@ function nodeMetrics(database: OpenDatabase, live: () => LiveHost, probe: () => 
     liveWorlds: () => started(() => live().worlds.size, 0),
     matchmaker: () => started(() => live().matchmaker.samples(), {}),
     pool: () => database.poolUse?.() ?? null,
+    datagramBindings: () => started(() => live().datagrams?.size ?? 0, 0),
     get probe() {
       return probe();
     },
@@ -339,6 +346,22 @@ function browserSites(settings: Settings): StaticSite[] {
   // The demo arena client (play/), built by `npm run build`.
   if (settings.play) sites.push(new StaticSite({ prefix: '/play', dir: builtDir('play') }));
   return sites;
+}
+
+/**
+ * The datagram plane binds one UDP port in this process (decision 0065): node:cluster's
+ * processes would share it, and a datagram would reach a process that did not mint its
+ * connection. A port that cannot be bound stops the boot naming the setting, as the metrics
+ * port does.
+ */
+async function openDatagrams(ctx: Ctx, metrics: NodeMetrics | null): Promise<DatagramPlane> {
+  const settings = ctx.settings.datagrams!;
+  if (isWorker()) throw new BootRefusal(`invalid setting 'datagrams': the datagram plane needs workers set to 1 (each process of a fleet behind one port would see another's datagrams); run one node per UDP port instead`);
+  try {
+    return await DatagramPlane.open(ctx, metrics ?? undefined);
+  } catch (err) {
+    throw new BootRefusal(`cannot bind the datagram plane on udp ${settings.host}:${settings.port}: ${(err as Error).message} (set datagrams.port or datagrams.host)`, { cause: err });
+  }
 }
 
 /** A metrics port that cannot be bound stops the boot with a line naming it, like the API port. */

@@ -7,6 +7,23 @@ import type { NodeProbe } from '../../runtime/contracts/services';
 import type { MatchmakerSample } from '../../runtime/contracts/live';
 import type { PoolUse } from '../infra/database';
 
+/** Why the datagram plane dropped a datagram (docs/datagrams.md): every drop is silent on the wire and counted here. */
+export const DATAGRAM_DROPS = [
+  'malformed',
+  'budget',
+  'unknown_conn',
+  'conn_budget',
+  'mac',
+  'replay',
+  'challenge',
+  'rebind_limit',
+  'input_budget',
+  'input_malformed',
+  'input_unrouted',
+  'send_failed',
+] as const;
+export type DatagramDrop = (typeof DATAGRAM_DROPS)[number];
+
 /** A count a hot path bumps in place; folded into its counter when scraped. */
 export interface Tally {
   n: number;
@@ -36,6 +53,13 @@ export interface MetricHooks {
   luaFailure(kind: FailureKind, count: number): void;
   rateRefused(group: RateLimitGroup): void;
   dbStatement(seconds: number): void;
+  /** Datagrams that reached the plane's port. */
+  readonly datagramsIn: Tally;
+  /** Datagrams the plane wrote: poses, one per subscriber, and the replies to `hello` and `ping`. */
+  readonly datagramsOut: Tally;
+  /** Pose values written as the nearest int16 end because their scale was too fine for them. */
+  readonly poseSaturated: Tally;
+  datagramDropped(reason: DatagramDrop): void;
 }
 
 const DISCARDED: Tally = { n: 0 };
@@ -53,6 +77,10 @@ export const NO_METRICS: MetricHooks = {
   luaFailure() {},
   rateRefused() {},
   dbStatement() {},
+  datagramsIn: DISCARDED,
+  datagramsOut: DISCARDED,
+  poseSaturated: DISCARDED,
+  datagramDropped() {},
 };
 
 /** The gauges' sources, read at scrape time only. */
@@ -63,6 +91,8 @@ export interface MetricSources {
   matchmaker(): Record<string, MatchmakerSample>;
   pool(): PoolUse | null;
   probe: NodeProbe;
+  /** Live datagram bindings (minted, bound or not); 0 with the plane off. */
+  datagramBindings(): number;
 }
 
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -102,6 +132,10 @@ const requireCollector = createRequire(import.meta.url);
 export class NodeMetrics implements MetricHooks {
   readonly registry = new Registry();
   readonly chatDelivered: Tally = { n: 0 };
+  readonly datagramsIn: Tally = { n: 0 };
+  readonly datagramsOut: Tally = { n: 0 };
+  readonly poseSaturated: Tally = { n: 0 };
+  readonly #dropped = new Map<DatagramDrop, Tally>(DATAGRAM_DROPS.map((r) => [r, { n: 0 }]));
   readonly #in = new Map<string, Tally>();
   readonly #unknownIn: Tally = { n: 0 };
   readonly #out = new Map<string, Tally>();
@@ -271,6 +305,37 @@ export class NodeMetrics implements MetricHooks {
         tallies(this, 'group', refused);
       },
     });
+    const total = (name: string, help: string, cell: Tally) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(cell.n);
+        },
+      });
+    total('svc_datagrams_received_total', 'Datagrams that reached the datagram plane\'s UDP port.', this.datagramsIn);
+    total('svc_datagrams_sent_total', 'Datagrams the plane wrote: poses (one per subscriber) and the hello_ok and pong replies.', this.datagramsOut);
+    total('svc_datagram_pose_saturated_total', 'Pose field values written as the nearest int16 end: the field\'s scale is too fine for the world.', this.poseSaturated);
+    const dropped = this.#dropped;
+    new Counter({
+      name: 'svc_datagrams_dropped_total',
+      help: 'Datagrams the plane dropped without an answer, by reason.',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        tallies(this, 'reason', dropped);
+      },
+    });
+    new Gauge({
+      name: 'svc_datagram_bindings',
+      help: 'Live datagram bindings on this node, minted or bound.',
+      registers,
+      collect() {
+        this.set(sources.datagramBindings());
+      },
+    });
     const loop = (pick: (sample: ReturnType<NodeProbe['sample']>) => number) =>
       function (this: Gauge) {
         this.set(pick(sources.probe.sample()));
@@ -335,6 +400,10 @@ export class NodeMetrics implements MetricHooks {
 
   dbStatement(seconds: number): void {
     this.#statements.observe(seconds);
+  }
+
+  datagramDropped(reason: DatagramDrop): void {
+    this.#dropped.get(reason)!.n++;
   }
 
   /** The exposition text (Prometheus text format 0.0.4). */

@@ -22,6 +22,7 @@ import { frameTable } from './frame-table';
 import { WorldHost } from './world/world-host';
 import { NO_METRICS, type MetricHooks } from '../metrics/registry';
 import { Fleet } from '../fleet/fleet';
+import type { DatagramPlane } from './datagram/plane';
 
 export interface LiveOptions {
   /** The loaded game directory; without one the node declares no modes. */
@@ -79,10 +80,12 @@ export class LiveHost implements LiveState {
   #pool: ScriptPool | null = null;
   #wheel: TickWheel | null = null;
   #fleet: Fleet | null = null;
+  #datagrams: DatagramPlane | null = null;
 
   constructor(private readonly options: LiveOptions) {}
 
-  start(ctx: Ctx, server: Server): void {
+  /** `datagrams`: the node's datagram plane, already bound, when the `datagrams` setting turns it on. */
+  start(ctx: Ctx, server: Server, datagrams: DatagramPlane | null = null): void {
     const metrics = this.options.metrics ?? NO_METRICS;
     const gateway = new Gateway(ctx, metrics);
     if (ctx.settings.response_checks) gateway.sessions.checkOut = outboundFrameCheck(ctx.log);
@@ -116,7 +119,8 @@ export class LiveHost implements LiveState {
     const wheel = new TickWheel(() => Date.now(), () => pool.flush());
     const matches = new MatchHost(ctx, gateway.sessions, game, pool, wheel);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
-    const rpc = new RpcRegistry(ctx);
+    const rpc = new RpcRegistry(ctx, datagrams?.methods() ?? null);
+    if (datagrams) gateway.sessions.onSessionEnded((session) => datagrams.revokeSession(session));
     rpc.mount(RPC_NAMESPACE, scriptRpcHandler(pool));
     for (const ext of ctx.extensions?.list ?? []) {
       for (const [name, method] of Object.entries(ext.rpc ?? {})) {
@@ -147,6 +151,7 @@ export class LiveHost implements LiveState {
     this.#presence = presence;
     this.#pool = pool;
     this.#wheel = wheel;
+    this.#datagrams = datagrams;
   }
 
   /** Shutdown: stop forming matches, close sockets with 1001, stop match loops. */
@@ -159,6 +164,7 @@ export class LiveHost implements LiveState {
     this.#wheel?.close();
     this.#chat?.close();
     await this.#pool?.close();
+    await this.#datagrams?.close();
   }
 
   get gateway(): Gateway {
@@ -187,6 +193,11 @@ export class LiveHost implements LiveState {
 
   get presence(): PresenceHost {
     return started(this.#presence);
+  }
+
+  /** The datagram plane, or null when it is off (docs/datagrams.md). */
+  get datagrams(): DatagramPlane | null {
+    return this.#datagrams;
   }
 
   /** On a fleet, the player's sockets on every node; the count is of the sockets this node reached at once. */

@@ -12,6 +12,8 @@ export interface RpcCall {
   playerId: string;
   /** The method called; for a mounted namespace, the part after `<namespace>.`. */
   method: string;
+  /** The socket the call came on; null over HTTP (`POST /api/v1/rpc`). */
+  session: Session | null;
 }
 
 /** Returns the result object (or nothing for `{}`); throws `ApiError` with a declared code to fail. */
@@ -37,13 +39,17 @@ export class RpcRegistry implements RpcDispatcher {
   readonly #methods = new Map<string, { handler: RpcHandler; codes: Set<ErrorCode> | null }>();
   readonly #mounts = new Map<string, RpcHandler>();
 
-  constructor(private readonly ctx: Ctx) {
+  constructor(
+    private readonly ctx: Ctx,
+    /** The datagram plane's mint and its revocation (host/realtime/datagram/plane.ts), when the plane is on. */
+    datagrams: { open: RpcHandler; close: RpcHandler } | null = null,
+  ) {
     // Without a datagram plane these answer as asobi does when its plane is off.
     const unavailable = () => {
       throw new ApiError('datagram_unavailable', 'The datagram plane is not available on this server.');
     };
-    this.register('asobi.datagram.open', unavailable, { codes: ['datagram_unavailable'] });
-    this.register('asobi.datagram.close', unavailable, { codes: ['datagram_unavailable'] });
+    this.register('asobi.datagram.open', datagrams?.open ?? unavailable, { codes: ['datagram_unavailable'] });
+    this.register('asobi.datagram.close', datagrams?.close ?? unavailable, { codes: ['datagram_unavailable', 'rpc.invalid_params'] });
   }
 
   /**
@@ -65,12 +71,12 @@ export class RpcRegistry implements RpcDispatcher {
     this.#methods.set(method, { handler, codes: options.codes ? new Set(options.codes) : null });
   }
 
-  async call(method: string, params: Record<string, unknown>, caller: { playerId: string }): Promise<Record<string, unknown>> {
+  async call(method: string, params: Record<string, unknown>, caller: { playerId: string; session?: Session }): Promise<Record<string, unknown>> {
     const entry = this.#methods.get(method) ?? this.#mounted(method);
     if (!entry) throw new ApiError('rpc.unknown_method', 'No extension serves that method.');
     let result: unknown;
     try {
-      result = await entry.handler(params, { playerId: caller.playerId, method });
+      result = await entry.handler(params, { playerId: caller.playerId, method, session: caller.session ?? null });
     } catch (err) {
       const declared = declaredFailure(err);
       if (declared && (entry.codes === null || entry.codes.has(declared.code))) throw declared;
@@ -116,7 +122,7 @@ export class RpcRegistry implements RpcDispatcher {
     if (payload.protocol !== 1) return fail(new ApiError('rpc.unsupported_protocol', 'Only protocol 1 is supported.', { supported: [1] }));
     if (typeof payload.method !== 'string') return fail(new ApiError('rpc.unknown_method', 'No extension serves that method.'));
     try {
-      const result = await this.call(payload.method, rpcParams(payload.params), { playerId: session.playerId });
+      const result = await this.call(payload.method, rpcParams(payload.params), { playerId: session.playerId, session });
       return { type: 'rpc.ok', payload: { result } };
     } catch (err) {
       return fail(err instanceof ApiError ? err : new ApiError('internal'));

@@ -26,6 +26,9 @@ export const RATE_LIMIT_GROUPS = [
   'script_chat',
   'erase',
   'login_failures',
+  'datagram_global',
+  'datagram_conn',
+  'datagram_input',
 ] as const;
 export type RateLimitGroup = (typeof RATE_LIMIT_GROUPS)[number];
 
@@ -59,6 +62,12 @@ export const DEFAULT_RATE_LIMITS: Record<RateLimitGroup, RateRule> = {
   // (docs/decisions/0016): a botnet gets 10 guesses per 5 minutes on one
   // account, and the real owner waits at most 5 minutes.
   login_failures: { limit: 10, window: 300_000 },
+  // The datagram plane's tiers (docs/datagrams.md), keyed by a constant or a conn_id, never an address:
+  // every datagram the node looks at; datagrams of one live connection before its mac is checked
+  // (room for pings and a rebind's hellos beside input at the socket's own rate); authenticated inputs.
+  datagram_global: { limit: 50_000, window: 1000 },
+  datagram_conn: { limit: 120, window: 1000 },
+  datagram_input: { limit: 60, window: 1000 },
 };
 
 export type RegistrationMode = 'open' | 'oauth_only' | 'closed';
@@ -71,6 +80,30 @@ export const MIN_PEPPER_BYTES = 32;
 
 const positiveInt = z.number().int().positive();
 const rateRule = z.object({ limit: positiveInt, window: positiveInt }).strict();
+/** `host` or `host:port`: what a client is told to send its datagrams to. */
+const ENDPOINT = /^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::(?:[1-9][0-9]{0,4}))?$/;
+const poseField = z
+  .object({
+    name: z.string().min(1).max(64),
+    scale: z.number().positive().max(1_000_000),
+  })
+  .strict();
+const datagramPlane = z
+  .object({
+    port: z.number().int().min(0).max(65535),
+    host: z.string().min(1).max(255).regex(/^[^\s/]+$/, 'must be an address').default('0.0.0.0'),
+    endpoint: z
+      .string()
+      .regex(ENDPOINT, 'must be host or host:port, as clients will send to it')
+      .refine((e) => Number(/\]?:(\d+)$/.exec(e)?.[1] ?? 0) <= 65535, 'port must be at most 65535'),
+    pose_fields: z
+      .array(poseField)
+      .max(8, 'at most 8 fields: the record mask is one byte')
+      .refine((fields) => new Set(fields.map((f) => f.name)).size === fields.length, 'field names must be distinct')
+      .default([]),
+    period_ticks: positiveInt.max(3600).default(20),
+  })
+  .strict();
 const gameModeEntry = z
   .object({
     listed: z.boolean().optional(),
@@ -161,6 +194,13 @@ const rawSchema = z
     ws_idle_auth_timeout_ms: positiveInt.default(10_000),
     /** An authenticated socket with no inbound frame for this long is closed. */
     ws_idle_timeout_ms: positiveInt.default(60_000),
+    /**
+     * The datagram plane (docs/datagrams.md): unset, it is off and `asobi.datagram.open` answers
+     * `datagram_unavailable`. `port` and `host` are where the node binds its UDP socket, `endpoint`
+     * what clients are told to send to (its port defaults to the bound one), `pose_fields` the
+     * transform fields poses carry with their scales, `period_ticks` the refresh of entities at rest.
+     */
+    datagrams: datagramPlane.optional(),
     /** Grant the binary `world.tick` wire to sockets that ask for it in `session.connect`; off, every socket gets text. */
     binary_wire: z.boolean().default(true),
     /** `game.send` also pushes the deprecated `game.message` twin, before `module.message`, as the asobi family does by default. */
