@@ -125,14 +125,10 @@ export function encodePoseDatagrams(
     at = POSE_HEADER_BYTES;
     count = 0;
   };
+  const values: number[] = [];
   for (const record of records) {
-    // The widest record, written in place and taken back when it carries nothing or does not fit.
-    if (at + 4 + 2 * n > scratch.length || count === MAX_RECORDS) close();
-    const start = at;
-    view.setUint16(at, record.slot & 0xffff, true);
-    scratch[at + 2] = record.gen & 0xff;
     let mask = 0;
-    let w = at + 4;
+    values.length = 0;
     for (let i = 0; i < n; i++) {
       const field = fields[i]!;
       const v = record.fields[field.name];
@@ -140,13 +136,19 @@ export function encodePoseDatagrams(
       let q = Math.round(v * field.scale);
       if (q > I16_MAX) (q = I16_MAX), saturated++;
       else if (q < I16_MIN) (q = I16_MIN), saturated++;
-      view.setInt16(w, q, true);
-      w += 2;
+      values.push(q);
       mask |= 1 << i;
     }
     if (mask === 0) continue;
-    scratch[start + 3] = mask;
-    at = w;
+    if (at + 4 + 2 * values.length > scratch.length || count === MAX_RECORDS) close();
+    view.setUint16(at, record.slot & 0xffff, true);
+    scratch[at + 2] = record.gen & 0xff;
+    scratch[at + 3] = mask;
+    at += 4;
+    for (const q of values) {
+      view.setInt16(at, q, true);
+      at += 2;
+    }
     count++;
   }
   if (count > 0) close();
