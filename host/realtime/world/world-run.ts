@@ -121,6 +121,12 @@ interface Published {
   /** After a keyframe too had no binary form, the zone sends text until then (ms), retrying at a growing interval. */
   binaryOffUntil: number;
   binaryBackoff: number;
+  /**
+   * The zone's keyframe and leave-removal frames as made at `epoch` (what was
+   * published changes only at a broadcast): players crossing into or out of
+   * the zone between two broadcasts share them.
+   */
+  frames: { epoch: number; binary: boolean; keyframe: [string, Uint8Array | null] | null; removals: [string, Uint8Array | null] | null };
 }
 
 /** A zone's differences as delta records: parallel lists, emptied per zone. */
@@ -774,7 +780,7 @@ export class WorldRun {
   #publishedOf(key: ZoneKey): Published {
     let published = this.#published.get(key);
     if (!published) {
-      published = { seq: 0, entities: new Map(), slots: new ZoneSlots(), binaryBehind: false, binaryOffUntil: 0, binaryBackoff: 0 };
+      published = { seq: 0, entities: new Map(), slots: new ZoneSlots(), binaryBehind: false, binaryOffUntil: 0, binaryBackoff: 0, frames: { epoch: -1, binary: false, keyframe: null, removals: null } };
       this.#published.set(key, published);
     }
     return published;
@@ -815,30 +821,50 @@ export class WorldRun {
   #unwatch(player: Player, key: ZoneKey): void {
     this.#watchers.get(key)?.delete(player.id);
     player.ring.delete(key);
-    const published = this.#published.get(key);
-    const [x, y] = coordsOf(key);
-    const removals = published ? [...published.entities.keys()].map((id) => `{"op":"r","id":${quoted(id)}}`) : [];
-    const text = `{"type":"world.tick","payload":{"zone":[${x},${y}],"tick":0,"updates":[${removals.join(',')}]}}`;
-    let bytes: Uint8Array | null = null;
-    if (this.#binary && published && !published.binaryBehind) {
-      const records: WireRecord<FieldInput>[] = [];
-      for (const id of published.entities.keys()) {
-        const binding = published.slots.get(id);
-        if (binding) records.push({ op: 'remove', slot: binding.slot, gen: binding.gen });
+    const published = this.#publishedOf(key);
+    const frames = this.#framesOf(published);
+    if (frames.removals === null) {
+      const [x, y] = coordsOf(key);
+      const removals = [...published.entities.keys()].map((id) => `{"op":"r","id":${quoted(id)}}`);
+      const text = `{"type":"world.tick","payload":{"zone":[${x},${y}],"tick":0,"updates":[${removals.join(',')}]}}`;
+      let bytes: Uint8Array | null = null;
+      if (this.#binary && !published.binaryBehind) {
+        const records: WireRecord<FieldInput>[] = [];
+        for (const id of published.entities.keys()) {
+          const binding = published.slots.get(id);
+          if (binding) records.push({ op: 'remove', slot: binding.slot, gen: binding.gen });
+        }
+        if (records.length === published.entities.size) bytes = encodeWorldTick({ kind: 'ungated', zone: [x, y], frame_seq: 0, kf: false, tick: 0, records });
       }
-      if (records.length === published.entities.size) bytes = encodeWorldTick({ kind: 'ungated', zone: [x, y], frame_seq: 0, kf: false, tick: 0, records });
+      frames.removals = [text, bytes];
     }
-    this.#out.sends.push([text, [player.id], bytes]);
+    this.#out.sends.push([frames.removals[0], [player.id], frames.removals[1]]);
   }
 
   /** A keyframe of the zone for `players`: its text, and its binary form when the world has binary players. */
   #keyframe(key: ZoneKey, players: string[]): [string, string[], Uint8Array | null] {
     const published = this.#publishedOf(key);
-    const [x, y] = coordsOf(key);
-    const adds: string[] = [];
-    for (const [id, entity] of published.entities) adds.push(entityText('a', id, entity));
-    const text = `{"type":"world.tick","payload":{"zone":[${x},${y}],"frame_seq":${published.seq},"kf":true,"tick":0,"updates":[${adds.join(',')}]}}`;
-    return [text, players, this.#binary ? this.#binaryKeyframe(x, y, published) : null];
+    const frames = this.#framesOf(published);
+    if (frames.keyframe === null) {
+      const [x, y] = coordsOf(key);
+      const adds: string[] = [];
+      for (const [id, entity] of published.entities) adds.push(entityText('a', id, entity));
+      const text = `{"type":"world.tick","payload":{"zone":[${x},${y}],"frame_seq":${published.seq},"kf":true,"tick":0,"updates":[${adds.join(',')}]}}`;
+      frames.keyframe = [text, this.#binary ? this.#binaryKeyframe(x, y, published) : null];
+    }
+    return [frames.keyframe[0], players, frames.keyframe[1]];
+  }
+
+  /** The zone's shared frames, emptied when a broadcast published since they were made or the world took up the binary wire. */
+  #framesOf(published: Published): Published['frames'] {
+    const frames = published.frames;
+    if (frames.epoch !== this.#publishEpoch || frames.binary !== this.#binary) {
+      frames.epoch = this.#publishEpoch;
+      frames.binary = this.#binary;
+      frames.keyframe = null;
+      frames.removals = null;
+    }
+    return frames;
   }
 
   #broadcast(leaf: string, payload: JsonObject): void {
