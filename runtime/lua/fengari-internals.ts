@@ -1042,6 +1042,11 @@ function keyName(k: TValue): string | undefined {
 const UNCHANGED = Symbol('unchanged');
 /** How many fields a mirror record holds, kept on it under a symbol (not enumerable as JSON, not counted by a walk). */
 const SIZE = Symbol('size');
+/** A mirror record's view of its entity table's entries at the last walk (diffEntities). */
+const RAW = Symbol('raw');
+/** The last entity walk that met a mirror record. */
+const STAMP = Symbol('stamp');
+let walks = 0;
 
 /**
  * A field's value as JSON, or UNCHANGED when it equals `before`; undefined for
@@ -1084,14 +1089,19 @@ function fieldValue(tv: TValue, before: unknown): unknown {
 function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, sink: EntitySink): void {
   const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
   const table = slot !== undefined && slot.type === T_TABLE ? (slot.value as Table) : undefined;
-  const seen = new Set<string>();
+  // Each walk stamps the records it meets (a symbol property: no Set of ids per walk); an unstamped record's entity is gone.
+  const stamp = ++walks;
   for (let e = table?.f; e !== undefined; e = e.n) {
     if (e.value.type !== T_TABLE) continue;
     const id = keyName(e.key);
-    if (id === undefined || seen.has(id)) continue;
-    seen.add(id);
+    if (id === undefined) continue;
     const fields = (e.value.value as Table);
-    const before = mirror.get(id);
+    const before = mirror.get(id) as (JsonRecord & { [STAMP]?: number }) | undefined;
+    if (before !== undefined) {
+      // Two keys naming one id (1 and "1"): the first one met stands, as in the text encoders' objects.
+      if (before[STAMP] === stamp) continue;
+      before[STAMP] = stamp;
+    }
     if (before === undefined) {
       const record: JsonRecord = {};
       for (let f = fields.f; f !== undefined; f = f.n) {
@@ -1103,6 +1113,7 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
       let size = 0;
       for (const _ in record) size++;
       (record as { [SIZE]?: number })[SIZE] = size;
+      (record as { [STAMP]?: number })[STAMP] = stamp;
       mirror.set(id, record);
       sink.added(id, record);
       continue;
@@ -1111,13 +1122,28 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
     // Fields met (all now in the record), and how the record's size moved.
     let met = 0;
     let grown = 0;
-    for (let f = fields.f; f !== undefined; f = f.n) {
+    // What each entry of the table held at the last walk (its key and value objects as fengari keeps them, and
+    // whether it was a field of the record): an entry that still holds the very same number, boolean or string
+    // is unchanged without decoding its name or looking it up.
+    const raw = ((before as { [RAW]?: unknown[] })[RAW] ??= []);
+    let j = 0;
+    for (let f = fields.f; f !== undefined; f = f.n, j += 4) {
+      const type = f.value.type;
+      if (raw[j] === f.key.value && raw[j + 1] === type && raw[j + 2] === f.value.value && type !== T_TABLE && j < raw.length) {
+        if (raw[j + 3] === true) met++;
+        continue;
+      }
+      raw[j] = f.key.value;
+      raw[j + 1] = type;
+      raw[j + 2] = f.value.value;
+      raw[j + 3] = false;
       const name = keyName(f.key);
       if (name === undefined || name === '__proto__') continue;
       const was = before[name];
       const v = fieldValue(f.value, was);
       if (v === UNCHANGED) {
         met++;
+        raw[j + 3] = true;
         continue;
       }
       if (v === undefined || v === null) {
@@ -1129,10 +1155,12 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
         continue;
       }
       met++;
+      raw[j + 3] = true;
       if (was === undefined) grown++;
       before[name] = v;
       (changed ??= {})[name] = v;
     }
+    if (raw.length > j) raw.length = j;
     let size = (before as { [SIZE]?: number })[SIZE];
     if (size === undefined) {
       size = 0;
@@ -1160,8 +1188,8 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
     (before as { [SIZE]?: number })[SIZE] = size;
     if (changed !== null) sink.updated(id, changed);
   }
-  for (const id of mirror.keys()) {
-    if (seen.has(id)) continue;
+  for (const [id, record] of mirror) {
+    if ((record as { [STAMP]?: number })[STAMP] === stamp) continue;
     mirror.delete(id);
     sink.removed(id);
   }
