@@ -56,7 +56,7 @@ export async function createContext(options: ContextOptions): Promise<HostContex
   const clock = options.clock ?? systemClock;
   const limits = new WindowLimiter(settings.rate_limits, () => clock.now());
   // Token reads leave most of the pool to everything else a storm does.
-  const lookups = new TokenLookups(database.db, database.kind === 'embedded' ? 1 : Math.max(1, Math.floor(settings.db_pool_size / 2)));
+  const lookups = new TokenLookups(database.db, database.kind === 'embedded' ? 1 : Math.max(1, Math.floor(settings.db_pool_size / 2)), database.readPrepared);
   const tokens = new TokenCache({
     lookup: (hash, now) => lookups.lookup(hash, now),
     now: () => clock.now(),

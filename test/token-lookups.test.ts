@@ -1,7 +1,8 @@
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenLookups } from '../host/infra/token-lookups';
-import { hashToken, newToken } from '../runtime/accounts/tokens';
+import { findAccessTokens, hashToken, newToken } from '../runtime/accounts/tokens';
+import { sql } from 'kysely';
 import { uuidv7Source } from '../runtime/platform/ids';
 import { freshDatabase } from './support/database';
 import { insertPlayersWithTokens } from './support/provision';
@@ -70,5 +71,34 @@ describe('TokenLookups', () => {
     expect(a?.principal.playerId).toBe(playerId);
     expect(b?.principal.playerId).toBe(playerId);
     expect(counter.started).toBe(1);
+  });
+
+  // The embedded database reads batches through prepared statements; the server has no prepared reads and takes the statement above.
+  it.skipIf(!!process.env.DATABASE_URL)('answers through prepared reads as the one statement does, in both forms: live, unknown, expired, banned and refresh tokens', async () => {
+    const read = database.readPrepared!;
+    expect(read).toBeDefined();
+    const entries = [...valid.entries()];
+    const [[live, livePlayer], [expired], [banned, bannedPlayer], [refresh]] = entries.slice(-4) as [[string, string], [string, string], [string, string], [string, string]];
+    await database.db.updateTable('player_tokens').set({ expires_at: new Date(Date.now() - 1000) }).where('token', '=', await hashToken(expired!)).execute();
+    await database.db.updateTable('players').set({ banned_at: new Date() }).where('id', '=', bannedPlayer!).execute();
+    await database.db.updateTable('player_tokens').set({ context: 'refresh' }).where('token', '=', await hashToken(refresh!)).execute();
+    const odd = await Promise.all([live!, expired!, banned!, refresh!, newToken()].map((t) => hashToken(t)));
+    const plain = await Promise.all(entries.slice(0, 30).map(([t]) => hashToken(t)));
+    const lookups = new TokenLookups(database.db, 1, read);
+    // Asked in one turn: five hashes go one execution each, thirty-five as one array.
+    for (const hashes of [odd, [...odd, ...plain]]) {
+      const expected = await findAccessTokens(database.db, hashes, Date.now());
+      expect(expected.get(odd[0]!)?.principal.playerId).toBe(livePlayer);
+      expect(expected.size).toBe(hashes.length - 4);
+      const now = Date.now();
+      expect(await Promise.all(hashes.map((h) => lookups.lookup(h, now)))).toEqual(hashes.map((h) => expected.get(h) ?? null));
+    }
+    // A later batch runs the statements prepared by the first.
+    expect((await lookups.lookup(odd[0]!, Date.now()))?.principal.playerId).toBe(livePlayer);
+
+    // Whatever removed the prepared statement (here every one of the session's), the call that fails says so and the next prepares it afresh.
+    await sql`deallocate all`.execute(database.db);
+    await expect(lookups.lookup(odd[0]!, Date.now())).rejects.toThrow(/prepared statement/);
+    expect((await lookups.lookup(odd[0]!, Date.now()))?.principal.playerId).toBe(livePlayer);
   });
 });

@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, ty
 import pg from 'pg';
 import { DatabaseDeadlineError, serialDialect, type Db } from '../../runtime/platform/database';
 import type { Database } from '../../runtime/contracts/tables';
+import { preparedReads, type PreparedRead } from './prepared-reads';
 
 export interface OpenDatabase {
   db: Db;
@@ -28,6 +29,8 @@ export interface OpenDatabase {
   poolUse?: () => PoolUse;
   /** Hands every statement's duration in seconds to `observe` (null stops), for the metrics listener. */
   timeStatements?: (observe: StatementObserver | null) => void;
+  /** Embedded only: reads run as statements the database keeps prepared (host/infra/prepared-reads.ts). */
+  readPrepared?: PreparedRead;
 }
 
 export interface PoolUse {
@@ -280,23 +283,29 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<PGlite> {
 export function embeddedDatabase(lite: PGlite, end: () => Promise<void>): OpenDatabase {
   let observe: StatementObserver | null = null;
   let running = 0;
+  const counted = async <T>(work: () => Promise<T>): Promise<T> => {
+    const timed = observe;
+    const sent = timed ? performance.now() : 0;
+    running++;
+    try {
+      return await work();
+    } finally {
+      running--;
+      timed?.((performance.now() - sent) / 1000);
+    }
+  };
   const db = new Kysely<Database>({
     dialect: serialDialect(
-      async (text, params) => {
-        const timed = observe;
-        const sent = timed ? performance.now() : 0;
-        running++;
-        try {
+      (text, params) =>
+        counted(async () => {
           const r = await lite.query<Record<string, unknown>>(text, params as unknown[]);
           return { rows: r.rows, ...(r.affectedRows !== undefined ? { affectedRows: r.affectedRows } : {}) };
-        } finally {
-          running--;
-          timed?.((performance.now() - sent) / 1000);
-        }
-      },
+        }),
       end,
     ),
   });
+  // Holding the serial connection, as a kysely statement does, so no transaction is open around the read.
+  const readPrepared = preparedReads(lite, (work) => db.connection().execute(() => counted(work)));
   return {
     db,
     kind: 'embedded',
@@ -305,5 +314,6 @@ export function embeddedDatabase(lite: PGlite, end: () => Promise<void>): OpenDa
     // One connection, busy while a statement runs; transactions queue in the driver, which keeps no count.
     poolUse: () => ({ max: 1, open: 1, idle: running > 0 ? 0 : 1, waiting: 0 }),
     timeStatements: (next) => void (observe = next),
+    readPrepared,
   };
 }
