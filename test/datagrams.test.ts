@@ -230,6 +230,15 @@ describe('revocation', () => {
     a.client.close();
   });
 
+  it('ends it when the player is disconnected, as erasure does, before the socket has finished closing', async () => {
+    const a = await bound();
+    const size = plane.size;
+    s.ctx.live.disconnect(a.playerId);
+    expect(plane.size).toBe(size - 1);
+    expect(await answersPing(a.client)).toBe(false);
+    a.client.close();
+  });
+
   it('ends it on asobi.datagram.close, and on a re-auth as another player', async () => {
     const a = await bound();
     const closed = await a.socket.request('rpc.call', { protocol: 1, method: 'asobi.datagram.close', params: { conn_id: a.client.mint.conn_id } });

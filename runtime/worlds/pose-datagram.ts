@@ -125,28 +125,34 @@ export function encodePoseDatagrams(
     at = POSE_HEADER_BYTES;
     count = 0;
   };
+  const names = fields.map((f) => f.name);
+  const scales = fields.map((f) => f.scale);
   const values: number[] = [];
   for (const record of records) {
+    const state = record.fields;
     let mask = 0;
-    values.length = 0;
+    let width = 0;
     for (let i = 0; i < n; i++) {
-      const field = fields[i]!;
-      const v = record.fields[field.name];
+      const v = state[names[i]!];
       if (typeof v !== 'number' || !Number.isFinite(v)) continue;
-      let q = Math.round(v * field.scale);
+      let q = Math.round(v * scales[i]!);
       if (q > I16_MAX) (q = I16_MAX), saturated++;
       else if (q < I16_MIN) (q = I16_MIN), saturated++;
-      values.push(q);
+      values[width++] = q;
       mask |= 1 << i;
     }
     if (mask === 0) continue;
-    if (at + 4 + 2 * values.length > scratch.length || count === MAX_RECORDS) close();
-    view.setUint16(at, record.slot & 0xffff, true);
+    if (at + 4 + 2 * width > scratch.length || count === MAX_RECORDS) close();
+    const slot = record.slot;
+    scratch[at] = slot & 0xff;
+    scratch[at + 1] = (slot >>> 8) & 0xff;
     scratch[at + 2] = record.gen & 0xff;
     scratch[at + 3] = mask;
     at += 4;
-    for (const q of values) {
-      view.setInt16(at, q, true);
+    for (let j = 0; j < width; j++) {
+      const q = values[j]!;
+      scratch[at] = q & 0xff;
+      scratch[at + 1] = (q >> 8) & 0xff;
       at += 2;
     }
     count++;
