@@ -43,12 +43,16 @@ let named = 0;
  */
 export function preparedReads(lite: PGlite, exclusive: <T>(work: () => Promise<T>) => Promise<T>): PreparedRead {
   const statements = new Map<string, Statement>();
+  /** Names given up after a failed round, closed at the start of the next so failures do not pile statements up in the backend. */
+  let abandoned: string[] = [];
   return (text, parameterLists) =>
     exclusive(() =>
       lite.runExclusive(async () => {
         const known = statements.get(text);
         const name = known?.name ?? `svc_read_${++named}`;
         const out = new Wire();
+        for (const old of abandoned) out.close(old);
+        abandoned = [];
         if (!known) {
           out.parse(name, text);
           out.describe(name);
@@ -64,6 +68,7 @@ export function preparedReads(lite: PGlite, exclusive: <T>(work: () => Promise<T
         } catch (err) {
           // Whatever failed (the statement deallocated under us, a plan whose result changed), the next call parses it afresh.
           statements.delete(text);
+          abandoned.push(name);
           throw err;
         }
         let statement = known;
@@ -111,6 +116,14 @@ class Wire {
     this.#cstring(name);
     this.#cstring(text);
     this.#int16(0);
+    this.#end();
+  }
+
+  /** Closing a statement that does not exist is no error. */
+  close(name: string): void {
+    this.#begin(0x43);
+    this.#byte(0x53);
+    this.#cstring(name);
     this.#end();
   }
 
