@@ -1,8 +1,20 @@
 import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import fengari from 'fengari';
 import { fengariVersion, internals, internalsOff, WRITTEN_FOR } from '../runtime/lua/fengari-internals';
+import type { JsonObject, ModeInfo, ZoneServices } from '../runtime/lua/host-interface';
+import { diffEntities, jsString, type JsonRecord } from '../runtime/lua/marshal';
+import { ZoneVm } from '../runtime/lua/world';
+import type { Logger } from '../runtime/platform/log';
 import { runShapes } from './fixtures/lua-shapes';
+
+const { lua, lauxlib, lualib, to_luastring } = fengari;
+
+/** Run as a script (the public-API child of the world tables below), this file declares no tests: vitest is not there to take them. */
+const AS_SCRIPT = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
+const suite = AS_SCRIPT ? ((() => {}) as unknown as typeof describe) : describe;
 
 /** The same shapes in a child process whose fengari internals are off (the patches are process-wide). */
 function unpatchedShapes(): { patched: boolean; warnings: unknown[]; results: Record<string, unknown> } {
@@ -36,7 +48,7 @@ function firstDifference(patched: unknown, unpatched: unknown, path: string): st
   return null;
 }
 
-describe('fengari internals against the public API (differential)', () => {
+suite('fengari internals against the public API (differential)', () => {
   it('this process runs the internals: fengari is pinned to the release they were written for', () => {
     // Moving the pin means reading fengari's changes against fengari-internals.ts, then moving WRITTEN_FOR.
     const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
@@ -60,3 +72,402 @@ describe('fengari internals against the public API (differential)', () => {
     expect(firstDifference(patched.results, unpatched.results, 'results')).toBeNull();
   });
 });
+
+// ---- world tables: the entity diff and the write log ---------------------------
+//
+// The child process runs this very file as a script (AS_SCRIPT), so that both
+// sides drive the same code: fengari's patches are process-wide, and a fixture
+// module beside this file would be one more place for the two to drift apart.
+
+/** A diff sink's report, as the engine would turn it into records: one entry per entity, fields as sent. */
+type DiffEvent = ['a' | 'u' | 'r', string, JsonRecord | null];
+
+/**
+ * Entity tables in a sequence of states, each step a change of one kind
+ * (comments name them); the diff after each step, and the mirror it leaves,
+ * are what the two implementations must agree on.
+ */
+const DIFF_STEPS: string[] = [
+  // New entities; a non-table entry is no entity.
+  'E.a = { x = 1, y = 2.5, name = "alpha", alive = true, inv = { 1, 2, 3 }, meta = { k = "v" }, empty = {} } E.b = { x = 0 } E.junk = 5',
+  // A number changed, one rewritten unchanged, an integer rewritten as the same float, a field added.
+  'E.a.x = 2 E.a.y = 2.5 E.b.x = 0.0 E.b.z = 1',
+  // Integer to float, a string changed, a boolean flipped.
+  'E.a.x = 2.5 E.a.name = "beta" E.a.alive = false',
+  // A field removed, a nested table changed in place, nested tables rebuilt unchanged (one empty).
+  'E.a.name = nil E.a.inv[2] = 20 E.a.meta = { k = "v" } E.a.empty = {}',
+  // Values JSON cannot hold are absent.
+  'E.a.nan = 0/0 E.a.inf = math.huge E.a.ninf = -math.huge E.b.z = 0/0',
+  // A present field turning NaN is removed; an entity removed; a non-table entry becoming an entity.
+  'E.a.x = 0/0 E.b = nil E.junk = { x = 1 }',
+  // A nested field removed, a nested value changed, an entity added.
+  'E.c = { x = 3 } E.a.inv = nil E.a.meta.k = "w"',
+  // An entity turning into a string is removed; a field back from NaN; -0.0, a float beyond 32 bits, the largest i32, UTF-8.
+  'E.c = "three" E.a.x = 1 E.a.neg = -0.0 E.a.big = 2^40 E.a.i32 = 2147483647 E.a.s = "é 漢 😀"',
+  // Number and boolean field keys.
+  'E.a[1] = "one" E.a[2.5] = "two and a half" E.a[true] = "yes"',
+  // Number and boolean entity keys beside string ones.
+  'E[7] = { x = 7 } E["8"] = { x = 8 } E[true] = { x = 9 } E[7.5] = { x = 10 }',
+  'E[7].x = 70 E[7.5] = nil E[true].y = 1',
+  // Every entity removed.
+  'for k in pairs(E) do E[k] = nil end',
+  // Entity keys 1..n: the table is a sequence; then it loses its first entity.
+  'E[1] = { x = 1 } E[2] = { x = 2, tags = { "t" } }',
+  'E[1] = nil E[2].tags[2] = "u"',
+];
+
+type DiffStep = { events: DiffEvent[]; mirror: [string, JsonRecord][] };
+
+/** Runs each chunk on a fresh state's global E (an empty table to start with), diffing E after each. */
+function diffSequence(steps: string[]): DiffStep[] {
+  const L = lauxlib.luaL_newstate();
+  lualib.luaL_openlibs(L);
+  const mirror = new Map<string, JsonRecord>();
+  const out: DiffStep[] = [];
+  // The sink's records belong to the mirror and change with the next diff: each is copied as it comes.
+  const copy = (r: JsonRecord): JsonRecord => JSON.parse(JSON.stringify(r));
+  const run = (chunk: string) => {
+    if (lauxlib.luaL_dostring(L, to_luastring(chunk)) !== lua.LUA_OK) throw new Error(jsString(lua.lua_tostring(L, -1)));
+    lua.lua_settop(L, 0);
+  };
+  run('E = {}');
+  for (const chunk of steps) {
+    run(chunk);
+    lua.lua_getglobal(L, to_luastring('E'));
+    const events: DiffEvent[] = [];
+    diffEntities(L, -1, mirror, {
+      added: (id, fields) => void events.push(['a', id, copy(fields)]),
+      updated: (id, changed) => void events.push(['u', id, copy(changed)]),
+      removed: (id) => void events.push(['r', id, null]),
+    });
+    lua.lua_settop(L, 0);
+    // Records of different entities are independent, so only which records a diff makes counts, not their order.
+    events.sort(([, a], [, b]) => (a < b ? -1 : a > b ? 1 : 0));
+    out.push({ events, mirror: [...mirror].map(([id, fields]) => [id, copy(fields)] as [string, JsonRecord]).sort(([a], [b]) => (a < b ? -1 : 1)) });
+  }
+  return out;
+}
+
+/**
+ * Entity tables the two implementations read differently (each a known
+ * defect, below): what each step's diff and mirror are on either side.
+ */
+const DIFF_EDGES: Record<string, string[]> = {
+  'an empty entity': ['E.e = {}', 'E.e.x = 1', 'E.e.x = nil'],
+  'an entity whose fields are a sequence': ['E.arr = { 10, 20 }', 'E.arr.x = 1', 'E.arr.x = nil'],
+  'a field that refers to its own entity': ['E.a = { x = 1 } E.b = { x = 2 }', 'E.a.self = E.a', 'E.b.x = 3', 'E.a.self = nil'],
+  'a number key and a string key naming the same id': ['E[1] = { x = 1 } E["1"] = { x = 2 }', 'E.z = { x = 3 }'],
+};
+
+/**
+ * A zone whose refused inputs write in every way a script can: nested tables
+ * changed, keys added and removed, entities removed, replaced and added, the
+ * whole table emptied, globals set. `report` inputs describe what the next
+ * call finds: the entities as Lua sees them (key and number types
+ * included), the globals, and what references kept in globals before the
+ * refusals now see. A `typed` zone also holds what JSON text does not keep:
+ * a number key and a float of integral value.
+ */
+const ZONE = `
+refusals = 0
+function zone_tick(entities, zs)
+  if not HELD then
+    local p = entities.p
+    if zs.typed then
+      p.ratio = 2.0
+      p[1] = "first"
+      entities[5] = { x = 5 }
+    end
+    CONFIG = { level = 1 }
+    p.cfg = CONFIG
+    HELD = { entities = entities, p = p, bag = p.bag, items = p.bag.items, list = p.list }
+  end
+  return entities, zs
+end
+
+local function keyText(k) return type(k) .. ":" .. tostring(k) end
+local function valueText(v)
+  if type(v) == "number" then return math.type(v) .. ":" .. tostring(v) end
+  if type(v) ~= "table" then return type(v) .. ":" .. tostring(v) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return keyText(a) < keyText(b) end)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = keyText(k) .. "=" .. valueText(v[k]) end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+function handle_input(player_id, input, entities)
+  if input.report then
+    local ids = {}
+    for id in pairs(entities) do ids[#ids + 1] = keyText(id) end
+    table.sort(ids)
+    game.broadcast("report", {
+      state = {
+        entities = valueText(entities),
+        visited = ids,
+        refusals = refusals,
+        global_table = G and G.n or false,
+        held_extra = HELD.extra or false,
+      },
+      identity = {
+        same_entities = rawequal(HELD.entities, entities),
+        same_p = rawequal(HELD.p, entities.p),
+        held_p = valueText(HELD.p),
+        held_items = valueText(HELD.items),
+        held_list = valueText(HELD.list),
+        config_level = CONFIG.level,
+      },
+    })
+    return entities
+  end
+  if input.accept then
+    entities.p.hp = entities.p.hp + 1
+    return entities
+  end
+  local p = entities.p
+  p.bag.gold = 0
+  p.bag.items[1] = "stolen"
+  table.insert(p.bag.items, "extra")
+  table.remove(p.list, 1)
+  p.new_key = "new"
+  p.hp = nil
+  p.speed = 9.5
+  p.ratio = 3
+  p[1] = nil
+  p.cfg.level = 2
+  rawset(p, "raw", true)
+  entities.q = nil
+  entities.r = { x = 0, replaced = true }
+  entities.s = { x = 9 }
+  if entities[5] then entities[5].x = 50 end
+  refusals = refusals + 1
+  G = { n = refusals }
+  HELD.extra = true
+  if input.empty then
+    for id in pairs(entities) do entities[id] = nil end
+  end
+  if input.refuse == "error" then error("refused after writing") end
+  if input.refuse == "nothing" then return end
+  if input.refuse == "nil" then return nil end
+  return "not a table"
+end
+`;
+
+const ZONE_ENTITIES = {
+  p: { x: 1, y: 2, hp: 10, speed: 1.5, bag: { gold: 5, items: ['a', 'b'] }, list: [1, 2, 3] },
+  q: { x: 3 },
+  r: { x: 4, kind: 'old' },
+};
+
+function zoneServices(broadcasts: [string, JsonObject][]): ZoneServices {
+  const quiet = (): Logger => ({ debug() {}, info() {}, warn() {}, error() {}, child: quiet });
+  return {
+    log: quiet(),
+    limits: { take: () => ({ ok: true, retryAfterMs: 0 }), check: () => ({ ok: true, retryAfterMs: 0 }) },
+    clock: { now: () => 1_700_000_000_000 },
+    ids: { uuid: () => 'id' },
+    send() {},
+    broadcast: (leaf, payload) => void broadcasts.push([leaf, payload]),
+    terrain: null,
+    spawn: () => false,
+    despawn() {},
+    apply: () => false,
+    spatial: { pushOwnEntities: (L) => lua.lua_pushnil(L), mirrors: () => [] },
+  };
+}
+
+interface ZoneReport {
+  state: JsonObject;
+  identity: JsonObject;
+}
+
+/** The zone's entities after each refusal (and an accepted input), as the next callback and the engine see them. */
+function refusedInputs(typed: boolean): { reports: ZoneReport[]; texts: string[] } {
+  const broadcasts: [string, JsonObject][] = [];
+  const mode = { name: 'zone', kind: 'world', file: 'zone.lua', match_size: 1, max_players: 1, min_players: 1, strategy: 'fill', listed: false, quick_play: false, state_strategy: 'per_player', veto_tokens: 0, operator: {}, world: null } as unknown as ModeInfo;
+  const files: Record<string, string> = { 'zone.lua': ZONE };
+  const vm = ZoneVm.create({
+    source: { read: (p) => files[p] ?? null, revision: () => 0 },
+    mode,
+    worldId: 'w-1',
+    zone: [0, 0],
+    services: zoneServices(broadcasts),
+    // Generous clocks: the public-API path is slower, and a deadline must not make the two differ by speed alone.
+    budgets: { heavyMs: 20_000, lightMs: 20_000, loadMs: 20_000 },
+    entities: ZONE_ENTITIES,
+    zoneState: { typed },
+  });
+  const texts: string[] = [];
+  const step = (...inputs: JsonObject[]) => {
+    vm.tick(
+      inputs.map((input) => ({ playerId: 'p', input, seq: null })),
+      [],
+    );
+    texts.push(vm.entitiesText());
+  };
+  step({ report: true });
+  step({ refuse: 'error' }, { report: true });
+  step({ refuse: 'nothing' }, { report: true });
+  step({ refuse: 'nil', empty: true }, { report: true });
+  step({ refuse: 'number' }, { report: true });
+  step({ accept: true }, { report: true });
+  vm.close();
+  return { reports: broadcasts.filter(([leaf]) => leaf === 'report').map(([, p]) => p as unknown as ZoneReport), texts };
+}
+
+interface WorldTables {
+  patched: boolean;
+  diffs: DiffStep[];
+  edges: Record<string, DiffStep[]>;
+  refused: ReturnType<typeof refusedInputs>;
+  refusedTyped: ReturnType<typeof refusedInputs>;
+}
+
+function worldTables(): WorldTables {
+  return JSON.parse(JSON.stringify({ patched: internals !== null, diffs: diffSequence(DIFF_STEPS), edges: Object.fromEntries(Object.entries(DIFF_EDGES).map(([name, steps]) => [name, diffSequence(steps)])), refused: refusedInputs(false), refusedTyped: refusedInputs(true) }));
+}
+
+/** The same world tables in a child whose fengari internals are off. */
+function unpatchedWorldTables(): WorldTables {
+  const child = spawnSync(process.execPath, ['--import', 'tsx', 'test/lua-internals.test.ts'], {
+    env: { ...process.env, SVC_FENGARI_UNPATCHED: '1' },
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 120_000,
+  });
+  if (child.status !== 0) throw new Error(`world tables child exited ${child.status ?? child.signal}: ${child.stderr}`);
+  return JSON.parse(child.stdout);
+}
+
+suite('world tables under the internals and the public API (differential)', () => {
+  let patched: WorldTables;
+  let unpatched: WorldTables;
+  beforeAll(() => {
+    patched = worldTables();
+    unpatched = unpatchedWorldTables();
+  }, 120_000);
+
+  it('both sides ran: this process on the internals, the child on the public API', () => {
+    expect(patched.patched).toBe(true);
+    expect(unpatched.patched).toBe(false);
+  });
+
+  it('diffEntities makes the same adds, updates and removals, and leaves the same mirror, step by step', () => {
+    expect(unpatched.diffs).toHaveLength(patched.diffs.length);
+    for (let i = 0; i < patched.diffs.length; i++) {
+      expect(unpatched.diffs[i], `step ${i + 1}`).toEqual(patched.diffs[i]);
+    }
+  });
+
+  it('diffEntities reads each kind of change as a client must see it', () => {
+    const events = patched.diffs.map((d) => d.events);
+    expect(events[0]).toEqual([
+      ['a', 'a', { x: 1, y: 2.5, name: 'alpha', alive: true, inv: [1, 2, 3], meta: { k: 'v' }, empty: [] }],
+      ['a', 'b', { x: 0 }],
+    ]);
+    // 0.0 over 0 is no change: the wire does not tell integers from floats of the same value.
+    expect(events[1]).toEqual([
+      ['u', 'a', { x: 2 }],
+      ['u', 'b', { z: 1 }],
+    ]);
+    expect(events[2]).toEqual([['u', 'a', { x: 2.5, name: 'beta', alive: false }]]);
+    expect(events[3]).toEqual([['u', 'a', { name: null, inv: [1, 20, 3] }]]);
+    expect(events[4]).toEqual([['u', 'b', { z: null }]]);
+    expect(events[5]).toEqual([
+      ['u', 'a', { x: null }],
+      ['r', 'b', null],
+      ['a', 'junk', { x: 1 }],
+    ]);
+    expect(events[6]).toEqual([
+      ['u', 'a', { inv: null, meta: { k: 'w' } }],
+      ['a', 'c', { x: 3 }],
+    ]);
+    expect(events[7]).toEqual([
+      ['u', 'a', { x: 1, neg: 0, big: 2 ** 40, i32: 2147483647, s: 'é 漢 😀' }],
+      ['r', 'c', null],
+    ]);
+    expect(events[8]).toEqual([['u', 'a', { '1': 'one', '2.5': 'two and a half', true: 'yes' }]]);
+    expect(events[9]).toEqual([
+      ['a', '7', { x: 7 }],
+      ['a', '7.5', { x: 10 }],
+      ['a', '8', { x: 8 }],
+      ['a', 'true', { x: 9 }],
+    ]);
+    expect(events[10]).toEqual([
+      ['u', '7', { x: 70 }],
+      ['r', '7.5', null],
+      ['u', 'true', { y: 1 }],
+    ]);
+    expect(events[11]!.map(([op, id]) => [op, id])).toEqual([
+      ['r', '7'],
+      ['r', '8'],
+      ['r', 'a'],
+      ['r', 'junk'],
+      ['r', 'true'],
+    ]);
+    expect(events[12]).toEqual([
+      ['a', '1', { x: 1 }],
+      ['a', '2', { x: 2, tags: ['t'] }],
+    ]);
+    expect(events[13]).toEqual([
+      ['r', '1', null],
+      ['u', '2', { tags: ['t', 'u'] }],
+    ]);
+    expect(patched.diffs.at(-1)!.mirror).toEqual([['2', { x: 2, tags: ['t', 'u'] }]]);
+  });
+
+  // Known defects, kept failing on purpose until the two sides agree. The public API reads the
+  // entities through their JSON text, where an empty table or a sequence nested in a value is an
+  // array, so an empty entity and one whose fields are 1..n are no entity there (and an entity
+  // whose last other field goes is removed rather than updated); a cycle anywhere makes the whole
+  // text fail, so every entity of the zone is removed, and added again once the cycle goes (the
+  // internals leave the cyclic field out and diff the rest); and of two keys naming one id the
+  // JSON text keeps the last, the internals the first.
+  for (const name of Object.keys(DIFF_EDGES)) {
+    it.fails(`diffEntities reads ${name} alike on both sides`, () => {
+      expect(unpatched.edges[name]).toEqual(patched.edges[name]);
+    });
+  }
+
+  it('a refused handle_input leaves the entities as they were, in place; its globals stay', () => {
+    const { reports, texts } = patched.refusedTyped;
+    const [before, ...refusals] = reports;
+    const accepted = refusals.pop()!;
+    expect(refusals).toHaveLength(4);
+    refusals.forEach((r, i) => {
+      // Every refusal kind (error, nothing, nil, a non-table), one of them after emptying the table.
+      expect(r.state.entities, `refusal ${i + 1}`).toBe(before!.state.entities);
+      expect(r.state.visited, `refusal ${i + 1}`).toEqual(['number:5', 'string:p', 'string:q', 'string:r']);
+      expect(r.state).toMatchObject({ refusals: i + 1, global_table: i + 1, held_extra: true });
+      // References taken before the refusals are the live tables, put back: they see the old values.
+      expect(r.identity, `refusal ${i + 1}`).toEqual(before!.identity);
+    });
+    expect(before!.identity).toMatchObject({ same_entities: true, same_p: true, config_level: 1 });
+    expect(before!.identity.held_items).toBe('{number:1=string:a,number:2=string:b}');
+    expect(before!.identity.held_list).toBe('{number:1=integer:1,number:2=integer:2,number:3=integer:3}');
+    expect(before!.state.entities).toContain('string:ratio=float:2.0');
+    expect(before!.state.entities).toContain('number:1=string:first');
+    // What the engine reads (the JSON text of snapshots) is the same too; an undo may change the table's order, which JSON objects do not carry.
+    const parsed = texts.map((t) => JSON.parse(t));
+    for (let i = 1; i < 5; i++) expect(parsed[i], `refusal ${i}`).toEqual(parsed[0]);
+    // The table still takes writes after the undo, and a reference held from before sees them.
+    expect(accepted.identity.held_p).toContain('string:hp=integer:11');
+    expect(accepted.identity.same_entities).toBe(true);
+  });
+
+  it('on the public API a refusal leaves the same entities, as the engine and the next callback see them, and the same globals', () => {
+    expect(unpatched.refused.texts.map((t) => JSON.parse(t))).toEqual(patched.refused.texts.map((t) => JSON.parse(t)));
+    expect(unpatched.refused.reports.map((r) => r.state)).toEqual(patched.refused.reports.map((r) => r.state));
+    expect(patched.refused.reports.map((r) => r.state.refusals)).toEqual([0, 1, 2, 3, 4, 4]);
+  });
+
+  // A known defect, kept failing on purpose until the public-API undo keeps Lua's types: the JSON
+  // copy it restores from turns number keys into strings (entities[5] becomes entities["5"], and
+  // the script's own entities[5] then finds nothing) and 2.0 into 2. The internals put the table back exactly.
+  it.fails('on the public API a refusal keeps number keys and floats of integral value', () => {
+    expect(unpatched.refusedTyped.reports.map((r) => r.state)).toEqual(patched.refusedTyped.reports.map((r) => r.state));
+  });
+});
+
+if (AS_SCRIPT) process.stdout.write(JSON.stringify(worldTables()));
