@@ -15,8 +15,7 @@ import { DatagramClient, decodePose, OP, type Mint, type PoseFrame } from './sup
  * whose binary `world.tick` adds bind the slots poses name.
  */
 
-// Enabled once the world engine calls the plane (DatagramPlane.sendPoses each tick, onInput wired to world.input).
-describe.skip('the datagram plane in a world', () => {
+describe('the datagram plane in a world', () => {
   const WORLD = `
 game_type = "world"
 match_size = 1
@@ -155,7 +154,7 @@ function handle_effects(effects, entities) return entities end
       const id = slots.get(r.slot)!;
       const u = json.payload.updates.find((x: any) => x.id === id);
       expect(u).toBeDefined();
-      expect(Math.abs(r.values[0]! / SCALE - u.x)).toBeLessThanOrEqual(0.5 / SCALE);
+      expect(Math.abs(r.values[0]! / SCALE - u.x)).toBeLessThanOrEqual(0.5 / SCALE + 1e-9); // half a step, and float noise
     }
     // The far corner's walker moves every tick, and its zone is out of view: none of its poses come.
     const seen = new Set<string>();

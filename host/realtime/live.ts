@@ -129,6 +129,10 @@ export class LiveHost implements LiveState {
     }
     const chat = new ChatHost(ctx, gateway.sessions);
     const worlds = new WorldHost(ctx, gateway.sessions, game, pool, chat, matches.votes, wheel);
+    if (datagrams) {
+      worlds.datagrams = datagrams;
+      datagrams.onInput = (playerId, input, seq) => worlds.inputFrom(playerId, input, seq);
+    }
     chat.serveWorlds(worlds);
     const fleet = this.options.fleet;
     const presence = new PresenceHost(ctx, (players, frame) => void fleet.push(players, frame, 'fleet'), gateway.sessions, fleet.presence);

@@ -12,6 +12,7 @@
  * are the engine's own: answers, logs, failure counts and sends to a player,
  * whichever kind caused them.
  */
+import type { PoseManifest } from '../../../runtime/worlds/pose-datagram';
 import type { FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptErrorReport, ScriptRpcResult } from '../../../runtime/lua/host-interface';
 import type { MessagePort } from 'node:worker_threads';
 import type { LogFields, LogLevel } from '../../../runtime/platform/log';
@@ -34,7 +35,7 @@ export type MatchCommand =
 
 export type WorldCommand =
   /** The world's VM, declarations and `init`, then (after a restart) what its snapshot kept. */
-  | { kind: 'world'; op: 'create'; req: number; worldId: string; mode: ModeInfo; seed: number; recovery: WorldRecovery | null }
+  | { kind: 'world'; op: 'create'; req: number; worldId: string; mode: ModeInfo; seed: number; recovery: WorldRecovery | null; poses: PoseManifest | null }
   | { kind: 'world'; op: 'join'; req: number; worldId: string; playerId: string; ctx: JsonObject; binary: boolean }
   /** `detach`: the connection went away inside `player_ttl_ms`; the entity stays. */
   | { kind: 'world'; op: 'leave'; req: number; worldId: string; playerId: string; detach: boolean }

@@ -27,6 +27,7 @@ import type { ChatHost } from '../chat';
 import type { Session, SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
 import { emptySplit, type TickSplit } from './world-run';
+import type { DatagramPlane } from '../datagram/plane';
 
 /** A finished world answers `not_in_match` this long, then is gone. */
 const FINISHED_LINGER_MS = 5000;
@@ -95,6 +96,8 @@ export class WorldHost implements LiveWorlds {
   #quickPlay: Promise<unknown> = Promise.resolve();
   #stats: WorldTickStats = emptyStats();
   #closed = false;
+  /** The node's datagram plane (set once at start when the `datagrams` setting turns it on): zones' poses go out through it. */
+  datagrams: DatagramPlane | null = null;
 
   constructor(
     private readonly ctx: Ctx,
@@ -212,7 +215,7 @@ export class WorldHost implements LiveWorlds {
     if (ownerId !== null) this.#owned.set(ownerId, (this.#owned.get(ownerId) ?? 0) + 1);
     this.pool.assign(id);
     const recovery = known ? { zones: known.zones } : null;
-    world.ready = this.pool.request<CreateAnswer>(id, { ok: false }, (req) => ({ kind: 'world', op: 'create', req, worldId: id, mode, seed, recovery })).then(async (answer) => {
+    world.ready = this.pool.request<CreateAnswer>(id, { ok: false }, (req) => ({ kind: 'world', op: 'create', req, worldId: id, mode, seed, recovery, poses: this.datagrams?.manifest ?? null })).then(async (answer) => {
       if (!answer.ok) {
         this.#drop(world);
         this.#release(id);
@@ -449,6 +452,10 @@ export class WorldHost implements LiveWorlds {
           }
         }
         for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
+        if (this.datagrams) {
+          for (const [players, bodies] of e.out.poses) this.datagrams.sendPoses(players, bodies);
+          if (e.out.saturated > 0) this.datagrams.noteSaturated(e.out.saturated);
+        }
         if (e.tick) this.#stats.split.writes += performance.now() - t0;
         return;
       }
@@ -516,6 +523,17 @@ export class WorldHost implements LiveWorlds {
     if (!world) throw new FrameError('world_not_found');
     if (!this.ctx.limits.take('join', `p:${playerId}`).ok) throw new FrameError('join_rate_limited');
     return { type: 'world.joined', payload: await this.#joinInto(world, playerId, ctx) };
+  }
+
+  /**
+   * A `world.input` that came another way than the player's socket (the
+   * datagram plane): stamped and queued as the socket's, dropped without a
+   * word when the player is in no running world here.
+   */
+  inputFrom(playerId: string, input: JsonObject, seq: number | null): void {
+    const world = this.#byPlayer.get(playerId);
+    if (!world || world.status !== 'running') return;
+    this.pool.queue(world.id, { kind: 'world', op: 'input', worldId: world.id, playerId, input, seq });
   }
 
   #inputFrame(session: Session, input: JsonObject, seq: unknown): null {

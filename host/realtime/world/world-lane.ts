@@ -4,6 +4,7 @@
  * and reporting each step's output as one event.
  */
 import type { ModeInfo } from '../../../runtime/lua/host-interface';
+import type { PoseManifest } from '../../../runtime/worlds/pose-datagram';
 import { parseVoteConfig } from '../../../runtime/votes/engine';
 import type { Answer, WorldCommand } from '../lanes/protocol';
 import type { LaneContext, LaneHandler } from '../lanes/runner';
@@ -31,7 +32,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
   apply(c: WorldCommand): void {
     switch (c.op) {
       case 'create':
-        return this.lane.answer(c.req, this.#create(c.worldId, c.mode, c.seed, c.recovery));
+        return this.lane.answer(c.req, this.#create(c.worldId, c.mode, c.seed, c.recovery, c.poses));
       case 'join': {
         const w = this.#worlds.get(c.worldId);
         if (!w) return this.lane.answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such world' });
@@ -75,7 +76,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     }
   }
 
-  #create(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null): Answer {
+  #create(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null, poses: PoseManifest | null): Answer {
     if (!mode.world) return { ok: false };
     const lane = this.lane;
     const run = WorldRun.start(
@@ -83,6 +84,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
         worldId,
         mode,
         seed,
+        poses,
         source: lane.source,
         budgets: lane.budgets,
         failingTicksMax: lane.failingTicksMax,
@@ -135,7 +137,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     const text = listing === null ? null : JSON.stringify(listing);
     const phase = text !== w.phase ? listing : null;
     w.phase = text;
-    if (tick === null && phase === null && out.sends.length === 0 && out.moved.length === 0) return;
+    if (tick === null && phase === null && out.sends.length === 0 && out.moved.length === 0 && out.poses.length === 0) return;
     this.lane.emit({ kind: 'world', k: 'step', worldId, tick, out, phase });
   }
 

@@ -17,7 +17,8 @@ import { WorldVm, ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
 import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
 import { TerrainStore, terrainProvider } from './terrain';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
-import { encodeWorldTick, ZoneSlots, type FieldInput, type WireRecord, type WorldTickFrame } from '../../../runtime/worlds/binary-wire';
+import { encodeWorldTick, ZoneSlots, type FieldInput, type WireRecord } from '../../../runtime/worlds/binary-wire';
+import { axialTurn, encodePoseDatagrams, type PoseManifest, type PoseRecord } from '../../../runtime/worlds/pose-datagram';
 
 /** A zone's coordinates packed in one number (grids are at most 1000 a side). */
 type ZoneKey = number;
@@ -35,6 +36,8 @@ export interface WorldRunOptions {
   worldId: string;
   mode: ModeInfo;
   seed: number;
+  /** The node's datagram plane's field manifest, or null when the plane is off: zones then make no poses. */
+  poses?: PoseManifest | null;
   source: ScriptSource;
   budgets: Budgets;
   failingTicksMax: number;
@@ -91,6 +94,10 @@ export interface WorldOutput {
   sends: [string, string[] | null, (Uint8Array | null)?][];
   /** Players whose zone changed: [player, x, y]. */
   moved: [string, number, number][];
+  /** Pose datagram bodies of a zone's tick for the datagram plane, with the zone's watchers (the plane sends to those bound). */
+  poses: [string[], Uint8Array[]][];
+  /** Pose fields written as the nearest int16 end this step. */
+  saturated: number;
 }
 
 interface Zone {
@@ -127,6 +134,8 @@ interface Published {
    * the zone between two broadcasts share them.
    */
   frames: { epoch: number; binary: boolean; keyframe: [string, Uint8Array | null] | null; removals: [string, Uint8Array | null] | null };
+  /** The zone's next pose datagram sequence number. */
+  bseq: number;
 }
 
 /** A zone's differences as delta records: parallel lists, emptied per zone. */
@@ -529,6 +538,7 @@ export class WorldRun {
       zone.vm.diff(published.entities, sink);
       const t1 = performance.now();
       split.diff += t1 - t0;
+      if (this.#o.poses && this.#binary) this.#poses(zone, published, tick, sink, this.#o.poses);
       if (sink.ops.length === 0) continue;
       published.seq++;
       const updates: string[] = [];
@@ -608,6 +618,29 @@ export class WorldRun {
       if (bytes !== null) return bytes;
     }
     return this.#binaryKeyframe(zone.x, zone.y, published);
+  }
+
+  /**
+   * The zone's poses for the datagram plane: every entity that changed, and
+   * the entities at rest whose slot's turn it is (a client that lost a move is
+   * repaired within the manifest's period). Only the plane's players on the
+   * binary wire read them, so a zone whose binary frames are behind sends none.
+   */
+  #poses(zone: Zone, published: Published, tick: number, sink: DeltaSink, manifest: PoseManifest): void {
+    const watchers = this.#watchers.get(zone.key);
+    if (!watchers || watchers.size === 0 || published.binaryBehind) return;
+    const changed = new Set<string>();
+    for (let i = 0; i < sink.ops.length; i++) if (sink.ops[i] !== 'r') changed.add(sink.ids[i]!);
+    const records: PoseRecord[] = [];
+    for (const [id, entity] of published.entities) {
+      const binding = published.slots.get(id);
+      if (binding && (changed.has(id) || axialTurn(binding.slot, tick, manifest.periodTicks))) records.push({ slot: binding.slot, gen: binding.gen, fields: entity });
+    }
+    const batch = encodePoseDatagrams([zone.x, zone.y], tick, records, manifest, published.bseq);
+    if (batch.bodies.length === 0) return;
+    published.bseq = (published.bseq + batch.bodies.length) >>> 0;
+    this.#out.poses.push([[...watchers], batch.bodies]);
+    this.#out.saturated += batch.saturated;
   }
 
   /** The zone's baseline as a binary keyframe, or null (and the zone on text for a while) when it has no binary form. */
@@ -780,7 +813,7 @@ export class WorldRun {
   #publishedOf(key: ZoneKey): Published {
     let published = this.#published.get(key);
     if (!published) {
-      published = { seq: 0, entities: new Map(), slots: new ZoneSlots(), binaryBehind: false, binaryOffUntil: 0, binaryBackoff: 0, frames: { epoch: -1, binary: false, keyframe: null, removals: null } };
+      published = { seq: 0, entities: new Map(), slots: new ZoneSlots(), binaryBehind: false, binaryOffUntil: 0, binaryBackoff: 0, frames: { epoch: -1, binary: false, keyframe: null, removals: null }, bseq: 0 };
       this.#published.set(key, published);
     }
     return published;
@@ -908,7 +941,7 @@ export class WorldRun {
 }
 
 function emptyOutput(): WorldOutput {
-  return { sends: [], moved: [] };
+  return { sends: [], moved: [], poses: [], saturated: 0 };
 }
 
 /** `{"op":…,"id":…,…fields}`: fields sit flat beside `op` and `id` (fields of those names are the engine's). */
