@@ -1,6 +1,8 @@
 // The load generator, in its own process so the target's event loop is
 // measured alone. Driven by the parent over IPC; every run is bounded in
 // connections and seconds, and talks to 127.0.0.1 only.
+import { createHmac } from 'node:crypto';
+import { createSocket, type Socket } from 'node:dgram';
 import { WebSocket } from 'ws';
 import { serveParent } from './_children';
 
@@ -60,7 +62,99 @@ function startsWith(data: Buffer, prefix: Buffer): boolean {
   return data.length >= prefix.length && data.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
 }
 
+/**
+ * One player's connection on the datagram plane (docs/datagrams.md), written here from the
+ * layout the docs and test/support/datagram-client.ts state, since bench code does not import
+ * test code. Only what a receiving client needs: the uplinks that bind and say bye, and
+ * counting what arrives.
+ */
+interface PlaneConn {
+  socket: Socket;
+  connId: number;
+  key: Buffer;
+  port: number;
+  cseq: number;
+}
+
+const PLANE_OP = { hello: 1, helloOk: 2, helloConfirm: 3, bye: 4, pose: 7 } as const;
+const PLANE_PREFIX = 16;
+const PLANE_MAC = 16;
+/** A hello shorter than this is dropped unread: the reply it earns must be smaller than it. */
+const PLANE_MIN_HELLO = 64;
+
+/** An authenticated uplink: prefix (zero path tag), the next cseq, the body zero-padded to `padTo` inside the mac, the mac's first 16 bytes. */
+function planeUplink(c: PlaneConn, opcode: number, body: Buffer = Buffer.alloc(0), padTo = 0): Buffer {
+  const length = Math.max(PLANE_PREFIX + 8 + body.length + PLANE_MAC, padTo);
+  const out = Buffer.alloc(length);
+  out[0] = 0xa5;
+  out[1] = 1;
+  out[2] = opcode;
+  out.writeUInt32LE(c.connId, 4);
+  out.writeBigUInt64LE(BigInt(++c.cseq), PLANE_PREFIX);
+  body.copy(out, PLANE_PREFIX + 8);
+  createHmac('sha256', c.key).update(out.subarray(0, length - PLANE_MAC)).digest().copy(out, length - PLANE_MAC, 0, PLANE_MAC);
+  return out;
+}
+
+function planeSend(c: PlaneConn, datagram: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => c.socket.send(datagram, c.port, '127.0.0.1', (err) => (err ? reject(err) : resolve())));
+}
+
+/**
+ * Mints on the player's socket (`asobi.datagram.open`), binds a UDP socket of its own on
+ * 127.0.0.1 (hello, hello_ok, hello_confirm) and counts every datagram that arrives on it
+ * into `mine`: all its bytes, and the pose datagrams with their records.
+ */
+async function openPlane(conn: Conn, cid: string, mine: { planeBytes: number; poses: number; records: number }): Promise<PlaneConn> {
+  const mint = await new Promise<{ conn_id: number; kup: string; endpoint: string }>((resolve, reject) => {
+    conn.onFrame = (text) => {
+      if (!text.startsWith('{"type":"rpc.')) return;
+      const frame = JSON.parse(text) as { type: string; cid?: string; payload: { result?: { conn_id: number; kup: string; endpoint: string } } };
+      if (frame.cid !== cid) return;
+      if (frame.type === 'rpc.ok' && frame.payload.result) resolve(frame.payload.result);
+      else reject(new Error(`asobi.datagram.open failed: ${text}`));
+    };
+    conn.ws.send(JSON.stringify({ type: 'rpc.call', cid, payload: { protocol: 1, method: 'asobi.datagram.open', params: {} } }));
+  });
+  conn.onFrame = null;
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  const c: PlaneConn = { socket, connId: mint.conn_id, key: Buffer.from(mint.kup, 'base64'), port: Number(mint.endpoint.slice(mint.endpoint.lastIndexOf(':') + 1)), cseq: 0 };
+  let challenged: ((challenge: Buffer) => void) | null = null;
+  socket.on('message', (raw: Buffer) => {
+    if (raw.length < PLANE_PREFIX || raw[0] !== 0xa5) return;
+    mine.planeBytes += raw.length;
+    if (raw[2] === PLANE_OP.pose) {
+      mine.poses++;
+      // The body's count byte: tick u32, bseq u32, zone x and y i16, field mask u8, then count.
+      mine.records += raw[PLANE_PREFIX + 13] ?? 0;
+    } else if (raw[2] === PLANE_OP.helloOk) challenged?.(Buffer.from(raw.subarray(PLANE_PREFIX, PLANE_PREFIX + 8)));
+  });
+  // Loopback may still drop a datagram when the generator falls behind: a hello unanswered within a second is sent again, as an SDK does.
+  for (let attempt = 1; ; attempt++) {
+    const challenge = new Promise<Buffer | null>((resolve) => {
+      const timer = setTimeout(() => resolve(null), 1000);
+      challenged = (b) => {
+        clearTimeout(timer);
+        resolve(b);
+      };
+    });
+    await planeSend(c, planeUplink(c, PLANE_OP.hello, Buffer.alloc(0), PLANE_MIN_HELLO));
+    const echo = await challenge;
+    challenged = null;
+    if (echo) {
+      await planeSend(c, planeUplink(c, PLANE_OP.helloConfirm, echo));
+      return c;
+    }
+    if (attempt === 3) {
+      socket.close();
+      throw new Error(`no hello_ok for conn ${c.connId} after ${attempt} hellos`);
+    }
+  }
+}
+
 let held: Conn[] = [];
+let planes: PlaneConn[] = [];
 // stateBytes: what svc's frames weigh, so bench/side-by-side.ts's bare baseline sends as much.
 const matchCounters = { states: 0, stateBytes: 0, finished: 0 };
 /**
@@ -69,7 +163,7 @@ const matchCounters = { states: 0, stateBytes: 0, finished: 0 };
  * buckets up to 10 s; the last bucket holds anything longer.
  */
 const gaps = new Uint32Array(10_001);
-const worldCounters: { players: { bytes: number; frames: number; ticks: Set<number> }[] } = { players: [] };
+const worldCounters: { players: { bytes: number; frames: number; ticks: Set<number>; planeBytes: number; poses: number; records: number }[] } = { players: [] };
 const WORLD_TICK = Buffer.from('{"type":"world.tick"');
 const TICK_KEY = Buffer.from('"tick":');
 let inputTimer: ReturnType<typeof setInterval> | null = null;
@@ -204,8 +298,9 @@ serveParent(
       return { matched };
     },
 
-    async worlds(m: { port: number; tokens: string[]; mode: string; tickMs: number; binaryFrom: number }) {
-      // Every player joins the one world, then moves every tick; players from `binaryFrom` on are on the binary wire.
+    async worlds(m: { port: number; tokens: string[]; mode: string; tickMs: number; binaryFrom: number; datagramFrom?: number }) {
+      // Every player joins the one world, then moves every tick; players from `binaryFrom` on are on the binary wire,
+      // and those from `datagramFrom` on (binary ones) also bind the datagram plane.
       const conns = await openAll(m.port, m.tokens.length, m.tokens, 250, m.binaryFrom);
       held = conns;
       for (const c of conns) {
@@ -218,7 +313,12 @@ serveParent(
         });
         c.onFrame = null;
       }
-      worldCounters.players = conns.map(() => ({ bytes: 0, frames: 0, ticks: new Set<number>() }));
+      worldCounters.players = conns.map(() => ({ bytes: 0, frames: 0, ticks: new Set<number>(), planeBytes: 0, poses: 0, records: 0 }));
+      const datagramFrom = m.datagramFrom ?? conns.length;
+      for (let i = datagramFrom; i < conns.length; i += 50) {
+        const batch = conns.slice(i, i + 50).map((c, j) => openPlane(c, `d${i + j}`, worldCounters.players[i + j]!));
+        planes.push(...(await Promise.all(batch)));
+      }
       conns.forEach((c, i) => {
         const mine = worldCounters.players[i]!;
         c.onBytes = (data) => {
@@ -257,13 +357,31 @@ serveParent(
 
     /** Per-player bytes and world.tick frames since the last call, and the tick numbers each player saw. */
     'world-counters': () => {
-      const out = worldCounters.players.map((p) => ({ bytes: p.bytes, frames: p.frames, minTick: Math.min(...p.ticks), maxTick: Math.max(...p.ticks), ticks: p.ticks.size }));
+      const out = worldCounters.players.map((p) => ({
+        bytes: p.bytes,
+        frames: p.frames,
+        minTick: Math.min(...p.ticks),
+        maxTick: Math.max(...p.ticks),
+        ticks: p.ticks.size,
+        planeBytes: p.planeBytes,
+        poses: p.poses,
+        records: p.records,
+      }));
       for (const p of worldCounters.players) {
         p.bytes = 0;
         p.frames = 0;
         p.ticks.clear();
+        p.planeBytes = 0;
+        p.poses = 0;
+        p.records = 0;
       }
       return { players: out };
+    },
+
+    /** Every plane connection says bye; the sockets stay open (and counted) until release, so a pose still sent to one shows. */
+    'datagram-bye': async () => {
+      await Promise.all(planes.map((c) => planeSend(c, planeUplink(c, PLANE_OP.bye))));
+      return { bye: planes.length };
     },
 
     counters: () => ({ ...matchCounters }),
@@ -289,6 +407,8 @@ serveParent(
       inputTimer = null;
       for (const c of held) c.ws.terminate();
       held = [];
+      for (const c of planes) c.socket.close();
+      planes = [];
     },
   },
 );

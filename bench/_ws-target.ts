@@ -168,6 +168,35 @@ if (kind === 'bare' || kind === 'bare-json') {
   const running = await createHost({ settings, database, log, gameDir });
   await running.ready;
   const live = running.ctx.live as LiveHost;
+  // The plane's pose fan-out, timed from outside its class (bench/worlds.ts --datagrams). Node
+  // defers each datagram's kernel send to the tick queue, so timing sendPoses alone would leave
+  // the sends out. Each call is therefore run from the tick queue itself, behind whatever the
+  // caller queued before it (the WebSocket writes' own callbacks), and a marker queued behind
+  // each call's sends ends the span: from the first call of a burst to the last marker it holds
+  // the plane's JavaScript and every send it made. What it leaves out: the sends' completion
+  // callbacks, which libuv runs on a later turn. World-host ignores the count sendPoses returns.
+  const plane = live.datagrams;
+  const planeStats = { written: 0, sendMs: 0, jsMs: 0 };
+  if (plane) {
+    const sendPoses = plane.sendPoses.bind(plane);
+    let pending = 0;
+    let start = -1;
+    plane.sendPoses = (playerIds, bodies) => {
+      pending++;
+      process.nextTick(() => {
+        const t0 = performance.now();
+        if (start < 0) start = t0;
+        planeStats.written += sendPoses(playerIds, bodies);
+        planeStats.jsMs += performance.now() - t0;
+        process.nextTick(() => {
+          if (--pending > 0) return;
+          planeStats.sendMs += performance.now() - start;
+          start = -1;
+        });
+      });
+      return 0;
+    };
+  }
 
   let provisioned = 0;
   serveParent(
@@ -176,6 +205,14 @@ if (kind === 'bare' || kind === 'bare-json') {
       memory: () => ({ ...memory(), sessions: live.gateway.sessions.size, matches: live.matches.size }),
       'lateness-reset': () => live.matches.resetLateness(),
       'world-stats': () => ({ ...live.worlds.takeStats(), worlds: live.worlds.size }),
+      /** The plane's counters since the last call, and its live bindings. */
+      'datagram-stats': () => {
+        const out = { ...planeStats, bindings: plane?.size ?? 0 };
+        planeStats.written = 0;
+        planeStats.sendMs = 0;
+        planeStats.jsMs = 0;
+        return out;
+      },
       lateness: () => ({ ...live.matches.lateness(), matches: live.matches.size }),
       'thinks-reset': () => live.matches.bots.resetThinks(),
       thinks: () => live.matches.bots.thinkSummary(),

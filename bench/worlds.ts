@@ -1,4 +1,4 @@
-// `npm run bench -- worlds [--seconds 10] [--players 500] [--broadcast 1] [--npcs 20] [--grid 10] [--binary 0.5]`:
+// `npm run bench -- worlds [--seconds 10] [--players 500] [--broadcast 1] [--npcs 20] [--grid 10] [--binary 0.5] [--datagrams [--datagram-share 1]]`:
 // one world of grid × grid zones (10 × 10 by default) at a 50 ms tick, `npcs`
 // scripted entities per zone (each moving every tick) and `players` connected
 // players each moving every tick, a `binary` share of them on the binary wire.
@@ -9,6 +9,11 @@
 // from the deltas the world made), and one tick split by part (Lua, undo,
 // diff, encode, crossings, the main thread's writes). Target and load
 // generator are separate processes; the load generator runs at low priority.
+// With `--datagrams` the node runs the datagram plane (issue 36) and a
+// `datagram-share` of the binary players bind it, each from a UDP socket of its
+// own: the bytes it brings them against both WebSocket wires, and the plane's
+// CPU per pose datagram per subscriber, timed in the target and checked against
+// a second window after every binding said bye (see planeTable).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +31,12 @@ const grid = numberOption('grid', 10);
 /** Share of the players on the binary wire (the rest on JSON), so both wires' bytes come from the same run. */
 const binaryShare = numberOption('binary', 0.5);
 const binaryFrom = Math.round(players * (1 - binaryShare));
+const datagrams = process.argv.includes('--datagrams');
+/** Share of the binary players that also bind the datagram plane (poses go only to binary-wire sockets). */
+const datagramShare = numberOption('datagram-share', 1);
+const datagramFrom = datagrams ? players - Math.round((players - binaryFrom) * datagramShare) : players;
+/** 16 steps a unit keeps the world's 0..999 inside int16 (15,984), so no pose saturates. */
+const POSE_SCALE = 16;
 const TICK_MS = 50;
 /** Issue 35's bars: ticks run per second, the world tick's p99, the lane's host (non-Lua) time per tick, binary bytes against JSON. */
 const TICKS_PER_SECOND_MIN = 19.5;
@@ -82,11 +93,101 @@ function quantile(values: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
+interface PlayerCounters {
+  bytes: number;
+  frames: number;
+  ticks: number;
+  planeBytes: number;
+  poses: number;
+  records: number;
+}
+
+interface PlaneStats {
+  written: number;
+  /** The fan-out timed in the target, deferred kernel sends included (bench/_ws-target.ts). */
+  sendMs: number;
+  /** Of it, inside sendPoses. */
+  jsMs: number;
+  bindings: number;
+}
+
+/**
+ * The plane against the WebSocket wires of the same window, and its CPU per pose datagram per
+ * subscriber, two ways. Timed in the target: the fan-out (sendPoses and the kernel sends Node
+ * defers to the tick queue) on the main thread, over the datagrams it wrote; cheap and in the
+ * same window, but it leaves out the sends' completion callbacks. And as a cross-check, the
+ * target's whole CPU against a second window of the same length after every plane connection
+ * said bye: both run the same world, players and inputs, and the lane encodes the zones' poses
+ * in both (it does whenever the plane is on and a binary player is in the world), so the
+ * difference is the fan-out with everything it costs. It only holds while the world keeps its
+ * clock: a world behind it skips a different number of ticks in each window, and the
+ * difference is then mostly that.
+ */
+async function planeTable(counters: PlayerCounters[], plane: PlaneStats, cpuOn: number, ticksOn: number, wires: { json: number; binary: number }): Promise<void> {
+  const bound = plane.bindings;
+  await load.request('datagram-bye');
+  await new Promise((r) => setTimeout(r, 1000));
+  await target.request('world-stats');
+  await target.request('datagram-stats');
+  await load.request('world-counters');
+  const cpu0 = target.cpuMs();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const cpuOff = target.cpuMs() - cpu0;
+  const ticksOff = ((await target.request('world-stats')) as { busy: number[] }).busy.length;
+  const after = (await target.request('datagram-stats')) as PlaneStats;
+  const stray = ((await load.request('world-counters')) as { players: PlayerCounters[] }).players.reduce((a, p) => a + p.poses, 0);
+
+  const mine = counters.slice(datagramFrom);
+  const sum = (f: (p: PlayerCounters) => number) => mine.reduce((a, p) => a + f(p), 0);
+  const perPlayer = (f: (p: PlayerCounters) => number) => sum(f) / Math.max(1, mine.length) / seconds;
+  const planeBytes = perPlayer((p) => p.planeBytes);
+  const received = sum((p) => p.poses);
+  const served = mine.filter((p) => p.poses > 0).length;
+  const wsOfThem = perPlayer((p) => p.bytes);
+  const ratio = (a: number, b: number) => (a > 0 && b > 0 ? (a / b).toFixed(3) : '-');
+  const usPerPose = plane.written > 0 ? ((cpuOn - cpuOff) * 1000) / plane.written : 0;
+  // A world behind its clock skips ticks, unevenly between the windows: most of the target's CPU goes by ticks run.
+  const usPerPoseScaled = plane.written > 0 && ticksOff > 0 ? ((cpuOn - (cpuOff * ticksOn) / ticksOff) * 1000) / plane.written : 0;
+  table(
+    `The datagram plane: ${mine.length} of the ${players - binaryFrom} binary players bound (pose fields x, y at scale ${POSE_SCALE}), ${seconds} s. ` +
+      `Bytes are payloads (UDP datagrams, WebSocket messages; no IP, UDP, TCP or WebSocket headers). ` +
+      `The plane's CPU per pose datagram per subscriber: the fan-out timed on the target's main thread (sendPoses and the kernel sends Node defers, not their completion callbacks), over the datagrams it wrote; ` +
+      `cross-check: target CPU in the window above minus a second ${seconds} s window after every binding said bye (the lane's pose encode runs in both), valid only when both windows run the same ticks`,
+    ['measure', 'value'],
+    [
+      ['plane bindings in the window', bound],
+      ['datagram players receiving poses', `${served} / ${mine.length}`],
+      ['pose datagrams per datagram player per second (mean)', perPlayer((p) => p.poses).toFixed(1)],
+      ['pose records per datagram player per second (mean)', Math.round(perPlayer((p) => p.records))],
+      ['bytes per pose datagram (mean)', received > 0 ? Math.round(sum((p) => p.planeBytes) / received) : '-'],
+      ['bytes per player per second, plane (datagram players)', Math.round(planeBytes)],
+      [`bytes per player per second, JSON wire (${binaryFrom} players)`, Math.round(wires.json)],
+      [`bytes per player per second, binary wire (${players - binaryFrom} players)`, Math.round(wires.binary)],
+      ['bytes per player per second, binary wire of the datagram players alone', Math.round(wsOfThem)],
+      ['plane / JSON wire', ratio(planeBytes, wires.json)],
+      ['plane / binary wire', ratio(planeBytes, wires.binary)],
+      ['pose datagrams written by the plane', plane.written],
+      ['pose datagrams received (share of those written)', `${received} (${plane.written > 0 ? ((received / plane.written) * 100).toFixed(2) : '-'} %)`],
+      [`target CPU with the plane sending / after bye (% of one core)`, `${((cpuOn / (seconds * 1000)) * 100).toFixed(0)} / ${((cpuOff / (seconds * 1000)) * 100).toFixed(0)}`],
+      ['world ticks run with the plane sending / after bye', `${ticksOn} / ${ticksOff}`],
+      ['pose datagrams written / received after bye (should be 0)', `${after.written} / ${stray}`],
+      ['plane CPU per pose datagram per subscriber, timed (µs)', plane.written > 0 ? ((plane.sendMs * 1000) / plane.written).toFixed(2) : '-'],
+      ['of which inside sendPoses, before the kernel sends (µs)', plane.written > 0 ? ((plane.jsMs * 1000) / plane.written).toFixed(2) : '-'],
+      ['main thread time in the fan-out (% of one core)', ((plane.sendMs / (seconds * 1000)) * 100).toFixed(1)],
+      ['cross-check: target CPU with the plane sending minus after bye, per pose datagram (µs)', usPerPose.toFixed(2)],
+      ['cross-check, the after-bye window scaled to the ticks run with the plane sending (µs)', usPerPoseScaled.toFixed(2)],
+    ],
+  );
+}
+
 const dir = mkdtempSync(path.join(tmpdir(), 'svc-bench-worlds-'));
 writeFileSync(path.join(dir, 'config.lua'), 'return { bench = "bench.lua" }');
 writeFileSync(path.join(dir, 'bench.lua'), SCRIPT);
 
-const target = await forkChild('_ws-target.ts', ['svc', JSON.stringify({ gameDir: dir, settings: { world_max_per_player: 1000 } })]);
+const planeSettings = {
+  datagrams: { port: 0, host: '127.0.0.1', endpoint: '127.0.0.1', pose_fields: [{ name: 'x', scale: POSE_SCALE }, { name: 'y', scale: POSE_SCALE }] },
+};
+const target = await forkChild('_ws-target.ts', ['svc', JSON.stringify({ gameDir: dir, settings: { world_max_per_player: 1000, ...(datagrams ? planeSettings : {}) } })]);
 const load = await forkChild('_ws-load.ts', [], { lowPriority: true }).catch(async (err) => {
   await target.stop();
   throw err;
@@ -94,18 +195,20 @@ const load = await forkChild('_ws-load.ts', [], { lowPriority: true }).catch(asy
 try {
   progress(`worlds: ${players} players joining one world of ${grid * grid} zones with ${npcs * grid * grid} scripted entities`);
   const tokens = (await target.request('provision', { n: players })).tokens;
-  await load.request('worlds', { port: target.port, tokens, mode: 'bench', tickMs: TICK_MS, binaryFrom }, 600_000);
+  await load.request('worlds', { port: target.port, tokens, mode: 'bench', tickMs: TICK_MS, binaryFrom, datagramFrom }, 600_000);
   // Let the joins' keyframes and the zones' first spawns settle.
   await new Promise((r) => setTimeout(r, 2000));
   await target.request('world-stats');
   await load.request('world-counters');
+  if (datagrams) await target.request('datagram-stats');
   const cpu0 = target.cpuMs();
   const loadCpu0 = load.cpuMs();
   await new Promise((r) => setTimeout(r, seconds * 1000));
   const stats = (await target.request('world-stats')) as { busy: number[]; late: number[]; skipped: number; deltaBytes: number; worlds: number; split: Record<string, number> };
-  const counters = ((await load.request('world-counters')) as { players: { bytes: number; frames: number; ticks: number }[] }).players;
+  const counters = ((await load.request('world-counters')) as { players: PlayerCounters[] }).players;
   const cpu = target.cpuMs() - cpu0;
   const loadCpu = load.cpuMs() - loadCpu0;
+  const plane = datagrams ? ((await target.request('datagram-stats')) as PlaneStats) : null;
 
   const ticksRun = stats.busy.length;
   // Broadcast ticks each player should have seen: one delta from some zone of its ring per broadcast tick.
@@ -174,6 +277,7 @@ try {
       (jsonBytes > 0 && binaryBytes > 0 ? `binary ≤ 1/3 of JSON → ${verdict(binaryBytes / jsonBytes <= BINARY_SHARE_MAX)} (${(binaryBytes / jsonBytes).toFixed(3)}); ` : '') +
       `every player served every broadcast tick → ${verdict(fullyServed === counters.length)}`,
   );
+  if (plane) await planeTable(counters, plane, cpu, ticksRun, { json: jsonBytes, binary: binaryBytes });
 } finally {
   await load.request('release').catch(() => {});
   await load.stop();
