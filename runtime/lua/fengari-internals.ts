@@ -415,20 +415,24 @@ function installFastCalls(): void {
     call: ldo.luaD_call as (L: any, off: number, nresults: number) => void,
   };
 
+  // Slots above the top keep their TValue objects, set to nil in place when the top comes back
+  // up. OP_CALL lowers the top to a call's arguments and raises it to the frame's size again
+  // after every call, so clearing them made a new object for every free register of the frame
+  // per call: most of what a script's tick allocated. No closure holds such an object: an open
+  // upvalue is the object of a live local, which lies below any call's first register and below
+  // the top while its frame runs, and luaF_close gives the slots fresh objects when a frame with
+  // closures returns, a block with captured locals ends, or an error unwinds.
   function adjustTop(L: any, newtop: number): void {
     const stack = L.stack;
-    let top: number = L.top;
-    if (top < newtop) {
-      while (top < newtop) stack[top++] = new TValue(LUA_TNIL, null);
-    } else {
-      while (top > newtop) stack[--top] = undefined;
+    for (let top: number = L.top; top < newtop; top++) {
+      const slot = stack[top];
+      if (slot === undefined) stack[top] = new TValue(LUA_TNIL, null);
+      else {
+        slot.type = LUA_TNIL;
+        slot.value = null;
+      }
     }
-    L.top = top;
-  }
-
-  /** Clears the slots from `from` (inclusive, as fengari's loops start at the top) down to `to`. */
-  function clearDown(stack: unknown[], from: number, to: number): void {
-    for (let i = Math.min(from, stack.length - 1); i >= to; i--) stack[i] = undefined;
+    L.top = newtop;
   }
 
   function moveresults(L: any, firstResult: number, res: number, nres: number, wanted: number): boolean {
@@ -442,7 +446,6 @@ function installFastCalls(): void {
         break;
       case LUA_MULTRET: {
         for (let i = 0; i < nres; i++) setobjs2s(L, res + i, firstResult + i);
-        clearDown(stack, L.top, res + nres);
         L.top = res + nres;
         return false;
       }
@@ -460,9 +463,7 @@ function installFastCalls(): void {
         break;
       }
     }
-    const newtop = res + wanted;
-    clearDown(stack, L.top, newtop);
-    L.top = newtop;
+    L.top = res + wanted;
     return true;
   }
 
