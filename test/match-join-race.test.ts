@@ -12,9 +12,11 @@ import { connectPlayer, type TestSocket } from './support/ws-client';
  * Players matched over REST, who never had a socket, stay in.
  */
 
-// Tens of milliseconds, well inside the 200 ms a join may take (a join cut short would prove nothing):
-// as many turns as the rooms' joins spin, which held in CI where twice as many outlasted the deadline.
-const SPIN = 1_000_000;
+// A join that spins this many loop turns: long enough for the close to land while it runs (20-30
+// ms on a quiet machine), short enough to stay inside the 200 ms a join may take on a loaded one (a
+// join cut short proves nothing). 1M and 2M turns, once thought tens of milliseconds, took about
+// 100 ms quiet and outlasted the deadline in loaded CI runs, ending the grouped match.
+const SPIN = 250_000;
 
 /** A mode whose `join` runs `spin` first; the state counts the players in and every join that landed. */
 const counting = (globals: string, spin: string) => `
@@ -78,7 +80,7 @@ describe('a socket that closes while its join is in flight', () => {
   it.each(joins)('%s: the player does not stay in the match', async (type, payload) => {
     const owner = await ownerInRoom();
     const leaver = await connectPlayer(s, 'leaver');
-    leaver.socket.send({ type, payload: { ...payload(owner.matchId), ctx: { spin: 1_000_000 } } });
+    leaver.socket.send({ type, payload: { ...payload(owner.matchId), ctx: { spin: SPIN } } });
     await new Promise((r) => setTimeout(r, 5));
     leaver.socket.close();
     expect(await settled(owner.socket)).toEqual({ count: 1, joins: 2 });
