@@ -79,7 +79,11 @@ describe('a hostile match is stopped, and the node and the other matches carry o
     const started = Date.now();
     // An endless handle_input only runs when there is input: keep some coming.
     const feeder = mode === 'input_loop' ? setInterval(() => p.socket.send({ type: 'match.input', payload: { n: 1 } }), 30) : null;
-    const finished: Promise<Frame> = p.socket.next('match.finished', 30_000);
+    // A match that never finishes (seen on loaded CI runs for rep_heap) names what the node logged about it and its lanes.
+    const finished: Promise<Frame> = p.socket.next('match.finished', 30_000).catch((err: Error) => {
+      const related = s.logs.filter((l) => l.match_id === matchId || String(l.event).includes('worker') || String(l.event).includes('lane'));
+      throw new Error(`${err.message}; the node logged: ${JSON.stringify(related.slice(-20))}`);
+    });
     const [fin, answered, states] = await Promise.all([finished, probeHealth(finished), calmStates(finished)]);
     if (feeder) clearInterval(feeder);
     const seconds = (Date.now() - started) / 1000;
