@@ -155,3 +155,31 @@ describe('a match behind its own ticks', () => {
     }
   });
 });
+
+describe('a failing match the lane holds back for overrunning', () => {
+  it('is still stopped after match_failing_ticks_max ticks: the ticks it is held back from count as failing', async () => {
+    // Each hostile tick runs its whole 150 ms deadline, longer than a period: after two of them the
+    // lane's allowance for overruns is in debt for about a minute and the match runs no more ticks.
+    // Before, it then sat there, neither ticking nor stopped (seen on loaded CI runs of rep_heap).
+    const held = await startTestServer(
+      { lua_time_budget_ms: { init_tick: 150, other: 20 }, lua_instruction_budget: { init_tick: 1e9, other: 200_000 }, match_failing_ticks_max: FAILING_TICKS, match_workers: 1 },
+      { gameDir: game.dir },
+    );
+    try {
+      // A neighbour on the lane: a match alone on its lane is never held back.
+      const neighbour = await connectPlayer(held, 'neighbour');
+      expect((await neighbour.socket.request('match.find_or_create', { mode: 'calm' })).type).toBe('match.joined');
+      const p = await connectPlayer(held, 'heldback');
+      const joined = await p.socket.request('match.find_or_create', { mode: 'tick_loop' });
+      expect(joined.type).toBe('match.joined');
+      const fin = await p.socket.next('match.finished', 20_000);
+      expect(fin.payload).toEqual({ match_id: joined.payload.match_id, result: { status: 'error', reason: 'script_budget' } });
+      expect(held.logs.some((l) => l.event === 'match_ticks_throttled' && l.match_id === joined.payload.match_id && l.reason === 'overrun')).toBe(true);
+      expect(held.logs.find((l) => l.event === 'match_script_budget' && l.match_id === joined.payload.match_id)).toMatchObject({ failing_ticks: FAILING_TICKS, reason_class: 'timeout' });
+      p.socket.close();
+      neighbour.socket.close();
+    } finally {
+      await held.close();
+    }
+  }, 40_000);
+});

@@ -21,6 +21,8 @@ interface LaneMatch {
   players: Set<string>;
   /** Consecutive ticks on which a callback hit a limit. */
   failing: number;
+  /** What stopped the last tick run, or null when it ran to its end. */
+  lastFailure: ReturnType<MatchVm['takeLimitFailure']>;
   /** A vote this match asked for has not resolved yet: `vote_requested` is not called meanwhile. */
   voting: boolean;
   /** The mode's phases (null without): they start at creation and move with ticks, joins and leaves. */
@@ -138,8 +140,21 @@ export class MatchLane implements LaneHandler<MatchCommand> {
       return { ok: false };
     }
     const phases = MatchPhases.start(vm, log, (phase) => lane.emit({ kind: 'match', k: 'phase', matchId, phase }));
-    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, voting: false, phases, share: lane.shares.account(performance.now()) });
+    this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, lastFailure: null, voting: false, phases, share: lane.shares.account(performance.now()) });
     return { ok: true };
+  }
+
+  /** Ends a match whose ticks failed `match_failing_ticks_max` times in a row. */
+  #stopFailing(matchId: string, m: LaneMatch, failure: NonNullable<LaneMatch['lastFailure']>): void {
+    this.lane.log.warn('match_script_budget', {
+      match_id: matchId,
+      mode: m.mode.name,
+      script: m.mode.file,
+      callback: failure.callback,
+      reason_class: failure.kind,
+      failing_ticks: m.failing,
+    });
+    this.#finish(matchId, { status: 'error', reason: 'script_budget' });
   }
 
   #tick(matchId: string, due: number): void {
@@ -150,7 +165,13 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     const started = performance.now();
     const tenants = this.lane.tenants();
     const throttled = this.lane.shares.admit(m.share, started, tenants);
-    if (throttled) return this.lane.emit({ kind: 'match', k: 'throttled', matchId, reason: throttled });
+    if (throttled) {
+      // A match held back for overrunning whose last tick was stopped by a limit counts the ticks it
+      // does not run as failing too: its overruns put the lane's allowance in debt for longer than it
+      // takes to fail the rest, and held back forever it would keep its players and never be stopped.
+      if (throttled === 'overrun' && m.lastFailure !== null && ++m.failing >= this.lane.failingTicksMax) return this.#stopFailing(matchId, m, m.lastFailure);
+      return this.lane.emit({ kind: 'match', k: 'throttled', matchId, reason: throttled });
+    }
     this.#runTick(matchId, m, lateMs);
     this.lane.shares.charge(m.share, performance.now() - started, tenants);
   }
@@ -184,17 +205,8 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     if (outcome) return this.#finish(matchId, outcome.result);
     const failure = m.vm.takeLimitFailure();
     m.failing = failure ? m.failing + 1 : 0;
-    if (failure && m.failing >= this.lane.failingTicksMax) {
-      this.lane.log.warn('match_script_budget', {
-        match_id: matchId,
-        mode: m.mode.name,
-        script: m.mode.file,
-        callback: failure.callback,
-        reason_class: failure.kind,
-        failing_ticks: m.failing,
-      });
-      return this.#finish(matchId, { status: 'error', reason: 'script_budget' });
-    }
+    m.lastFailure = failure;
+    if (failure && m.failing >= this.lane.failingTicksMax) return this.#stopFailing(matchId, m, failure);
     this.lane.emit({ kind: 'match', k: 'state', matchId, lateMs, shared, views });
   }
 
