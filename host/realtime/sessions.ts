@@ -77,22 +77,22 @@ export class Session {
 
   /** `sent` counts the frame's type (MetricHooks.frameOut, resolved once per encoded frame). */
   sendText(text: string, sent: Tally): void {
-    if (this.socket.readyState !== 1) return;
-    if (this.checkOut !== null && !this.checkOut(text)) return;
-    turnWrites.hold(this);
-    this.socket.send(text);
-    sent.n++;
+    this.#write(text, text, sent);
   }
 
   /** One `world.tick`: its bytes on the binary wire, its text on the other and whenever the frame had no binary form. */
   sendWorldTick(text: string, binary: Uint8Array | null, sent: Tally): void {
-    if (binary === null || !this.binaryWire) return this.sendText(text, sent);
-    if (this.socket.readyState !== 1) return;
     // The published schemas describe frames as text, and the bytes are the same frame in the codec's layout
-    // (which its own tests hold to the reference byte for byte): the text twin stands for them.
+    // (which its own tests hold to the reference byte for byte): the text twin stands for them in the checks.
+    this.#write(text, binary !== null && this.binaryWire ? binary : text, sent);
+  }
+
+  /** Writes `data` (the frame as `text`, or its binary form) once `text` passes the response checks. */
+  #write(text: string, data: string | Uint8Array, sent: Tally): void {
+    if (this.socket.readyState !== 1) return;
     if (this.checkOut !== null && !this.checkOut(text)) return;
     turnWrites.hold(this);
-    this.socket.send(binary);
+    this.socket.send(data);
     sent.n++;
   }
 

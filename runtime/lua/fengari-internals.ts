@@ -1098,11 +1098,6 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
     if (id === undefined) continue;
     const fields = (e.value.value as Table);
     const before = mirror.get(id) as (JsonRecord & { [STAMP]?: number }) | undefined;
-    if (before !== undefined) {
-      // Two keys naming one id (1 and "1"): the first one met stands, as in the text encoders' objects.
-      if (before[STAMP] === stamp) continue;
-      before[STAMP] = stamp;
-    }
     if (before === undefined) {
       const record: JsonRecord = {};
       for (let f = fields.f; f !== undefined; f = f.n) {
@@ -1119,6 +1114,9 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
       sink.added(id, record);
       continue;
     }
+    // Two keys naming one id (1 and "1"): the first one met stands, as in the text encoders' objects.
+    if (before[STAMP] === stamp) continue;
+    before[STAMP] = stamp;
     let changed: JsonRecord | null = null;
     // Fields met (all now in the record), and how the record's size moved.
     let met = 0;

@@ -89,6 +89,11 @@ export type WorldJoin = z.output<typeof WorldJoin>;
 
 export const WorldId = z.object({ id: Text });
 
+/** A `world.input`'s `seq` as the engine keeps it: a non-negative safe integer, or null (none, or anything else). */
+export function inputSeq(seq: unknown): number | null {
+  return typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0 ? seq : null;
+}
+
 /**
  * `world.input`: the payload is the input, handed to the zone's
  * `handle_input` as is; a payload whose only key is `data` holding an

@@ -6,7 +6,7 @@ import { ApiError } from '../../../runtime/contracts/errors';
 import { isPlainObject } from '../../../runtime/contracts/frame-envelope';
 import type { Settings } from '../../../runtime/contracts/settings';
 import type { JsonObject } from '../../../runtime/contracts/json';
-import { WorldInput } from '../../../runtime/schemas/worlds';
+import { inputSeq, WorldInput } from '../../../runtime/schemas/worlds';
 import { Opcode, datagramPrefix, type PoseManifest } from '../../../runtime/worlds/pose-datagram';
 import { NO_METRICS, type DatagramDrop, type MetricHooks } from '../../metrics/registry';
 import type { RpcHandler } from '../rpc';
@@ -339,7 +339,7 @@ export class DatagramPlane {
     const onInput = this.onInput;
     if (onInput === null) return this.#drop('input_unrouted');
     const seq = body.seq;
-    onInput(b.playerId, parsed.data, typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0 ? seq : null);
+    onInput(b.playerId, parsed.data, inputSeq(seq));
   }
 
   #reply(datagram: Buffer, to: RemoteInfo): void {

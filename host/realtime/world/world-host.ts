@@ -5,6 +5,7 @@ import { recordFinishedMatch } from '../../../runtime/matches/matches';
 import type { LiveWorlds } from '../../../runtime/contracts/live';
 import { forgetWorld, loadPersistentWorlds, rememberWorld, saveSnapshot, type ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import {
+  inputSeq,
   type worldCreate,
   type worldFindOrCreate,
   type worldInput,
@@ -531,17 +532,20 @@ export class WorldHost implements LiveWorlds {
    * word when the player is in no running world here.
    */
   inputFrom(playerId: string, input: JsonObject, seq: number | null): void {
-    const world = this.#byPlayer.get(playerId);
-    if (!world || world.status !== 'running') return;
-    this.pool.queue(world.id, { kind: 'world', op: 'input', worldId: world.id, playerId, input, seq });
+    this.#queueInput(playerId, input, seq);
   }
 
   #inputFrame(session: Session, input: JsonObject, seq: unknown): null {
-    const world = this.#byPlayer.get(session.playerId!);
-    if (!world || world.status !== 'running') throw new FrameError('not_in_match', { frameType: 'world.input', echoCid: false });
-    const stamped = typeof seq === 'number' && Number.isSafeInteger(seq) && seq >= 0 ? seq : null;
-    this.pool.queue(world.id, { kind: 'world', op: 'input', worldId: world.id, playerId: session.playerId!, input, seq: stamped });
+    if (!this.#queueInput(session.playerId!, input, inputSeq(seq))) throw new FrameError('not_in_match', { frameType: 'world.input', echoCid: false });
     return null;
+  }
+
+  /** Queues the input for the player's running world; false when it is in none here. */
+  #queueInput(playerId: string, input: JsonObject, seq: number | null): boolean {
+    const world = this.#byPlayer.get(playerId);
+    if (!world || world.status !== 'running') return false;
+    this.pool.queue(world.id, { kind: 'world', op: 'input', worldId: world.id, playerId, input, seq });
+    return true;
   }
 
   #resyncFrame(session: Session, zone: [number, number] | null): null {

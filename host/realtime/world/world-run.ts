@@ -552,9 +552,10 @@ export class WorldRun {
       const text = `{"type":"world.tick","payload":{"zone":[${zone.x},${zone.y}],"frame_seq":${published.seq},"kf":false,"tick":${tick},"updates":[${updates.join(',')}]}}`;
       this.#deltaBytes += text.length;
       const watchers = this.#watchers.get(zone.key);
-      const bytes = this.#binary && watchers && watchers.size > 0 ? this.#binaryDelta(zone, published, tick, sink) : null;
+      const watched = watchers !== undefined && watchers.size > 0;
+      const bytes = this.#binary && watched ? this.#binaryDelta(zone, published, tick, sink) : null;
       for (let i = 0; i < sink.ops.length; i++) if (sink.ops[i] === 'r') published.slots.release(sink.ids[i]!);
-      if (watchers && watchers.size > 0) this.#out.sends.push([text, [...watchers], bytes]);
+      if (watched) this.#out.sends.push([text, [...watchers], bytes]);
       split.encode += performance.now() - t1;
     }
     for (const player of this.#players.values()) {
