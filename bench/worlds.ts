@@ -1,4 +1,4 @@
-// `npm run bench -- worlds [--seconds 10] [--players 500] [--broadcast 1] [--npcs 20] [--grid 10] [--binary 0.5] [--datagrams [--datagram-share 1]]`:
+// `npm run bench -- worlds [--seconds 10] [--players 500] [--broadcast 1] [--npcs 20] [--grid 10] [--binary 0.5] [--lanes N] [--datagrams [--datagram-share 1]]`:
 // one world of grid × grid zones (10 × 10 by default) at a 50 ms tick, `npcs`
 // scripted entities per zone (each moving every tick) and `players` connected
 // players each moving every tick, a `binary` share of them on the binary wire.
@@ -13,7 +13,11 @@
 // `datagram-share` of the binary players bind it, each from a UDP socket of its
 // own: the bytes it brings them against both WebSocket wires, and the plane's
 // CPU per pose datagram per subscriber, timed in the target and checked against
-// a second window after every binding said bye (see planeTable).
+// a second window after every binding said bye (see planeTable). With
+// `--lanes N` the node runs N script workers and the world's zones spread over
+// all of them (`match_workers` and `world_lanes` N); the run prints each lane's
+// work per tick, so the tick time on N cores can be read off even where the
+// lanes share fewer.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -32,6 +36,8 @@ const grid = numberOption('grid', 10);
 const binaryShare = numberOption('binary', 0.5);
 const binaryFrom = Math.round(players * (1 - binaryShare));
 const datagrams = process.argv.includes('--datagrams');
+/** Script lanes the world spreads over; 0 leaves the node's defaults. */
+const lanes = numberOption('lanes', 0);
 /** Share of the binary players that also bind the datagram plane (poses go only to binary-wire sockets). */
 const datagramShare = numberOption('datagram-share', 1);
 const datagramFrom = datagrams ? players - Math.round((players - binaryFrom) * datagramShare) : players;
@@ -187,7 +193,7 @@ writeFileSync(path.join(dir, 'bench.lua'), SCRIPT);
 const planeSettings = {
   datagrams: { port: 0, host: '127.0.0.1', endpoint: '127.0.0.1', pose_fields: [{ name: 'x', scale: POSE_SCALE }, { name: 'y', scale: POSE_SCALE }] },
 };
-const target = await forkChild('_ws-target.ts', ['svc', JSON.stringify({ gameDir: dir, settings: { world_max_per_player: 1000, ...(datagrams ? planeSettings : {}) } })]);
+const target = await forkChild('_ws-target.ts', ['svc', JSON.stringify({ gameDir: dir, settings: { world_max_per_player: 1000, ...(datagrams ? planeSettings : {}), ...(lanes > 0 ? { match_workers: lanes, world_lanes: lanes } : {}) } })]);
 const load = await forkChild('_ws-load.ts', [], { lowPriority: true }).catch(async (err) => {
   await target.stop();
   throw err;
@@ -204,7 +210,7 @@ try {
   const cpu0 = target.cpuMs();
   const loadCpu0 = load.cpuMs();
   await new Promise((r) => setTimeout(r, seconds * 1000));
-  const stats = (await target.request('world-stats')) as { busy: number[]; late: number[]; skipped: number; deltaBytes: number; worlds: number; split: Record<string, number> };
+  const stats = (await target.request('world-stats')) as { busy: number[]; late: number[]; skipped: number; deltaBytes: number; worlds: number; split: Record<string, number>; lanes: number[] };
   const counters = ((await load.request('world-counters')) as { players: PlayerCounters[] }).players;
   const cpu = target.cpuMs() - cpu0;
   const loadCpu = load.cpuMs() - loadCpu0;
@@ -265,6 +271,12 @@ try {
         ['rest of the lane tick (bookkeeping, output hand-off)', perTick(stats.busy.reduce((a, b) => a + b, 0) - lanePart)],
         ['main thread: writing the tick\'s frames to sockets', perTick(split.writes ?? 0)],
       ],
+  );
+  // Each lane's work per tick: with a lane per core, the slowest lane (plus the rounds between them) bounds the tick.
+  table(
+    `Work per lane (ms per tick run, mean): ${stats.lanes.length} lane(s); the home lane runs its stripe's zones, the world VM, crossings and the encode of every zone`,
+    ['lane', 'ms per tick', 'share of a 50 ms tick'],
+    stats.lanes.map((ms, s) => [s === 0 ? 'home (stripe 0)' : `stripe ${s}`, perTick(ms), ((ms / Math.max(1, ticksRun) / TICK_MS) * 100).toFixed(0) + ' %']),
   );
   const p99 = quantile(stats.busy, 0.99);
   const perSecond = ticksRun / seconds;

@@ -259,6 +259,11 @@ const rawSchema = z
     /** Worker threads for match and RPC scripts; unset: cores − 1, at least 1; 0 runs them on the main thread. */
     match_workers: z.number().int().min(0).max(256).optional(),
     /**
+     * Script lanes one world's zones spread over, in stripes along x (decision 0067); unset: every lane.
+     * 1 keeps each world on one lane.
+     */
+    world_lanes: z.number().int().min(1).max(256).optional(),
+    /**
      * Host processes behind the one port (node:cluster), sharing state through the fleet's Redis;
      * `auto` is one per core. Above 1 the boot needs REDIS_URL and DATABASE_URL (host/fleet/workers.ts).
      */

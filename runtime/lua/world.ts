@@ -513,6 +513,15 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
 
   /** Removes an entity, answering its fields (null when the zone has no such entity). */
   take(id: string): JsonObject | null {
+    return this.read(id, true);
+  }
+
+  /** An entity's fields, left in place (null when the zone has no such entity). */
+  peek(id: string): JsonObject | null {
+    return this.read(id, false);
+  }
+
+  private read(id: string, remove: boolean): JsonObject | null {
     const L = this.L;
     this.entities.push();
     pushJson(L, id);
@@ -522,9 +531,11 @@ export class ZoneVm extends ScriptInstance<ZoneCallback> {
       const value = this.safeJson(-1);
       entity = isObjectJson(value) ? value : {};
       lua.lua_pop(L, 1);
-      pushJson(L, id);
-      lua.lua_pushnil(L);
-      lua.lua_rawset(L, -3);
+      if (remove) {
+        pushJson(L, id);
+        lua.lua_pushnil(L);
+        lua.lua_rawset(L, -3);
+      }
     }
     lua.lua_settop(L, 0);
     return entity;

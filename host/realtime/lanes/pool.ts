@@ -92,6 +92,30 @@ export class ScriptPool {
     this.#byMatch.set(matchId, best);
   }
 
+  /** Lanes in the pool (1 with `workers: 0`). */
+  get lanes(): number {
+    return this.#lanes.length;
+  }
+
+  /**
+   * Puts `id` on the lane holding the fewest among those holding none of
+   * `apart` (a world's stripes each want a lane of their own); false when
+   * every live lane holds one of them.
+   */
+  assignApart(id: string, apart: readonly string[]): boolean {
+    const taken = new Set<Lane>();
+    for (const other of apart) {
+      const lane = this.#byMatch.get(other);
+      if (lane) taken.add(lane);
+    }
+    let best: Lane | null = null;
+    for (const lane of this.#lanes) if (!lane.dead && !taken.has(lane) && (best === null || lane.matches.size < best.matches.size)) best = lane;
+    if (best === null) return false;
+    best.matches.add(id);
+    this.#byMatch.set(id, best);
+    return true;
+  }
+
   /** Hears every event of one kind, in order (answers settle their requests instead). */
   subscribe<K extends LaneEvent['kind']>(kind: K, listener: Listener<EventOf<K>>): void {
     (this.#listeners[kind] as Listener<EventOf<K>>[]).push(listener);

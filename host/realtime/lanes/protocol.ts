@@ -20,6 +20,7 @@ import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settin
 import type { Budgets } from '../../../runtime/lua/host-interface';
 import type { VoteConfig } from '../../../runtime/votes/engine';
 import type { TickSplit, WorldOutput, WorldRecovery } from '../world/world-run';
+import type { FromStripe, ToStripe } from '../world/zone-stripes';
 import type { ThrottleReason } from './fair-share';
 
 export type MatchCommand =
@@ -35,7 +36,8 @@ export type MatchCommand =
 
 export type WorldCommand =
   /** The world's VM, declarations and `init`, then (after a restart) what its snapshot kept. */
-  | { kind: 'world'; op: 'create'; req: number; worldId: string; mode: ModeInfo; seed: number; recovery: WorldRecovery | null; poses: PoseManifest | null }
+  /** `stripes`: lanes the zones spread over, the others already holding the world's stripe ids (decision 0067). */
+  | { kind: 'world'; op: 'create'; req: number; worldId: string; mode: ModeInfo; seed: number; recovery: WorldRecovery | null; poses: PoseManifest | null; stripes: number }
   | { kind: 'world'; op: 'join'; req: number; worldId: string; playerId: string; ctx: JsonObject; binary: boolean }
   /** `detach`: the connection went away inside `player_ttl_ms`; the entity stays. */
   | { kind: 'world'; op: 'leave'; req: number; worldId: string; playerId: string; detach: boolean }
@@ -45,7 +47,11 @@ export type WorldCommand =
   | { kind: 'world'; op: 'snapshot'; worldId: string }
   | { kind: 'world'; op: 'close'; worldId: string }
   /** A vote the world asked for closed: it may ask for the next (worlds have no `vote_resolved` callback). */
-  | { kind: 'world'; op: 'vote_resolved'; worldId: string };
+  | { kind: 'world'; op: 'vote_resolved'; worldId: string }
+  /** To the lane running stripe `stripe` of the world, from its home lane. */
+  | { kind: 'world'; op: 'stripe'; worldId: string; stripe: number; msg: ToStripe }
+  /** To the world's home lane, from the lane running stripe `stripe`. */
+  | { kind: 'world'; op: 'stripe_answer'; worldId: string; stripe: number; msg: FromStripe };
 
 /** A `game.<name>` call to the game directory's `rpc.lua` (served by the first lane). */
 export type RpcCommand = { kind: 'rpc'; op: 'call'; req: number; method: string; playerId: string; params: JsonObject };
@@ -96,7 +102,11 @@ export type WorldEvent =
    * steps also carry the tick's lateness, how long its steps ran and the
    * bytes of every zone delta it made (whoever watched them).
    */
-  | { kind: 'world'; k: 'step'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit } | null; out: WorldOutput; phase: JsonObject | null }
+  | { kind: 'world'; k: 'step'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] } | null; out: WorldOutput; phase: JsonObject | null }
+  /** For the lane running stripe `stripe` (the world host carries it there as a `stripe` command). */
+  | { kind: 'world'; k: 'to_stripe'; worldId: string; stripe: number; msg: ToStripe }
+  /** For the world's home lane (carried as a `stripe_answer` command). */
+  | { kind: 'world'; k: 'to_home'; worldId: string; stripe: number; msg: FromStripe }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { kind: 'world'; k: 'skipped'; worldId: string }
   | { kind: 'world'; k: 'vote'; worldId: string; config: VoteConfig & { vote_id: string } }

@@ -29,6 +29,7 @@ import type { Session, SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
 import { emptySplit, type TickSplit } from './world-run';
 import type { DatagramPlane } from '../datagram/plane';
+import { stripeId, worldOfStripe } from './zone-stripes';
 
 /** A finished world answers `not_in_match` this long, then is gone. */
 const FINISHED_LINGER_MS = 5000;
@@ -62,6 +63,8 @@ interface LiveWorld {
   zones: Map<string, [number, number]>;
   /** A joiner's frames (its keyframes first), held until its `world.joined` has gone out (#releaseHeld). */
   held: Map<string, [string, Tally, Uint8Array | null][]>;
+  /** Lanes its zones run on (decision 0067): the home lane and stripes 1… on the others. */
+  stripes: number;
 }
 
 export interface WorldTickStats {
@@ -73,10 +76,12 @@ export interface WorldTickStats {
   deltaBytes: number;
   /** Milliseconds by part, summed over the ticks in `busy` (lane work), and the main thread's writing of their frames. */
   split: TickSplit & { writes: number };
+  /** Milliseconds each lane worked on those ticks, by stripe (the home lane first). */
+  lanes: number[];
 }
 
 function emptyStats(): WorldTickStats {
-  return { busy: [], late: [], skipped: 0, deltaBytes: 0, split: { ...emptySplit(), writes: 0 } };
+  return { busy: [], late: [], skipped: 0, deltaBytes: 0, split: { ...emptySplit(), writes: 0 }, lanes: [] };
 }
 
 /**
@@ -209,17 +214,19 @@ export class WorldHost implements LiveWorlds {
       graceTimer: null,
       zones: new Map(),
       held: new Map(),
+      stripes: 1,
     };
     // Counted from the start: concurrent creators see the caps, and joins wait on `ready`.
     this.#worlds.set(id, world);
     this.#listCache = null;
     if (ownerId !== null) this.#owned.set(ownerId, (this.#owned.get(ownerId) ?? 0) + 1);
     this.pool.assign(id);
+    world.stripes = this.#placeStripes(id, mode);
     const recovery = known ? { zones: known.zones } : null;
-    world.ready = this.pool.request<CreateAnswer>(id, { ok: false }, (req) => ({ kind: 'world', op: 'create', req, worldId: id, mode, seed, recovery, poses: this.datagrams?.manifest ?? null })).then(async (answer) => {
+    world.ready = this.pool.request<CreateAnswer>(id, { ok: false }, (req) => ({ kind: 'world', op: 'create', req, worldId: id, mode, seed, recovery, poses: this.datagrams?.manifest ?? null, stripes: world.stripes })).then(async (answer) => {
       if (!answer.ok) {
         this.#drop(world);
-        this.#release(id);
+        this.#release(world);
         throw new FrameError('world_server_not_started');
       }
       if (world.status !== 'loading') return;
@@ -235,6 +242,23 @@ export class WorldHost implements LiveWorlds {
     world.ready.catch(() => {});
     await world.ready;
     return world;
+  }
+
+  /**
+   * Lanes for the world's stripes besides its home (decision 0067): as many
+   * as `world_lanes` asks (unset: every lane), no more than the grid has
+   * columns, each on a lane of its own.
+   */
+  #placeStripes(id: string, mode: ModeInfo): number {
+    if (this.pool.workers === 0) return 1;
+    const wanted = Math.min(this.ctx.settings.world_lanes ?? this.pool.lanes, this.pool.lanes, mode.world!.grid_size);
+    const placed = [id];
+    for (let s = 1; s < wanted; s++) {
+      const stripe = stripeId(id, s);
+      if (!this.pool.assignApart(stripe, placed)) break;
+      placed.push(stripe);
+    }
+    return placed.length;
   }
 
   /** Brings back every persistent world a previous run of this node left (the host calls it once the database answers). */
@@ -377,7 +401,7 @@ export class WorldHost implements LiveWorlds {
     world.place?.remove();
     if (world.graceTimer) clearTimeout(world.graceTimer);
     for (const t of world.detached.values()) if (t) clearTimeout(t);
-    this.#release(world.id);
+    this.#release(world);
     this.votes.end(this.#voting(world));
     this.#unown(world);
     this.#toRoster(world, JSON.stringify({ type: 'world.finished', payload: { world_id: world.id, result } }));
@@ -436,6 +460,8 @@ export class WorldHost implements LiveWorlds {
       case 'step': {
         if (e.tick) {
           world.inFlight = false;
+          const lanes = this.#stats.lanes;
+          e.tick.lanes.forEach((ms, s) => (lanes[s] = (lanes[s] ?? 0) + ms));
           this.#stats.busy.push(e.tick.busyMs);
           this.#stats.late.push(e.tick.lateMs);
           this.#stats.deltaBytes += e.tick.deltaBytes;
@@ -470,13 +496,18 @@ export class WorldHost implements LiveWorlds {
       case 'vote':
         if (world.status === 'running') this.votes.open(this.#voting(world), e.config);
         return;
+      case 'to_stripe':
+        return this.pool.soon(stripeId(world.id, e.stripe), { kind: 'world', op: 'stripe', worldId: world.id, stripe: e.stripe, msg: e.msg });
+      case 'to_home':
+        return this.pool.soon(world.id, { kind: 'world', op: 'stripe_answer', worldId: world.id, stripe: e.stripe, msg: e.msg });
     }
   }
 
   /** A script worker died: its worlds end in error, and their players are told. */
   onLanesLost(ids: string[]): void {
     for (const id of ids) {
-      const world = this.#worlds.get(id);
+      // A stripe's lane is as much the world's as its home: without its zones the world cannot go on.
+      const world = this.#worlds.get(worldOfStripe(id) ?? id);
       if (world && world.status === 'running') this.#finish(world, { status: 'error', reason: 'worker_lost' });
     }
   }
@@ -486,9 +517,10 @@ export class WorldHost implements LiveWorlds {
     await this.pool.requestIfPlaced(worldId, { ok: false }, (req) => ({ kind: 'world', op: 'leave', req, worldId, playerId, detach }));
   }
 
-  /** The world is over on the main thread: its VMs go too. */
-  #release(worldId: string): void {
+  /** The world is over on the main thread: its VMs go too, on every lane. */
+  #release({ id: worldId, stripes }: LiveWorld): void {
     this.pool.release(worldId, { kind: 'world', op: 'close', worldId });
+    for (let s = 1; s < stripes; s++) this.pool.release(stripeId(worldId, s), { kind: 'world', op: 'stripe', worldId, stripe: s, msg: { t: 'close' } });
   }
 
   // ---- frames -------------------------------------------------------------------

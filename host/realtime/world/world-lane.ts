@@ -9,6 +9,7 @@ import { parseVoteConfig } from '../../../runtime/votes/engine';
 import type { Answer, WorldCommand } from '../lanes/protocol';
 import type { LaneContext, LaneHandler } from '../lanes/runner';
 import { WorldRun, type TickSplit, type WorldRecovery } from './world-run';
+import { LaneStripe, stripeId, worldScriptOptions } from './zone-stripes';
 
 interface LaneWorld {
   run: WorldRun;
@@ -16,23 +17,36 @@ interface LaneWorld {
   voting: boolean;
   /** The phase listing last sent, as text. */
   phase: string | null;
+  /** Commands that came while a round was out to the world's other lanes, applied in order once it settled. */
+  held: WorldCommand[];
 }
 
-type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit };
+type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] };
 
 export class WorldLane implements LaneHandler<WorldCommand> {
   readonly #worlds = new Map<string, LaneWorld>();
+  /** Stripes of worlds whose home is another lane, by their pool id. */
+  readonly #stripes = new Map<string, LaneStripe>();
 
   constructor(private readonly lane: LaneContext) {}
 
   get size(): number {
-    return this.#worlds.size;
+    return this.#worlds.size + this.#stripes.size;
   }
 
   apply(c: WorldCommand): void {
+    if (c.op === 'stripe') return this.#stripe(c.worldId, c.stripe, c.msg);
+    if (c.op === 'stripe_answer') return this.#worlds.get(c.worldId)?.run.stripeAnswer(c.stripe, c.msg);
+    const w = c.op === 'create' ? undefined : this.#worlds.get(c.worldId);
+    // A world waiting on its other lanes takes nothing else until they answered: its state is mid-tick.
+    if (w !== undefined && w.run.waiting && c.op !== 'close') return void w.held.push(c);
+    this.#apply(c);
+  }
+
+  #apply(c: WorldCommand): void {
     switch (c.op) {
       case 'create':
-        return this.lane.answer(c.req, this.#create(c.worldId, c.mode, c.seed, c.recovery, c.poses));
+        return this.lane.answer(c.req, this.#create(c.worldId, c.mode, c.seed, c.recovery, c.poses, c.stripes));
       case 'join': {
         const w = this.#worlds.get(c.worldId);
         if (!w) return this.lane.answer(c.req, { ok: false, refused: false, kind: 'error', message: 'no such world' });
@@ -61,45 +75,75 @@ export class WorldLane implements LaneHandler<WorldCommand> {
         return this.#tick(c.worldId, c.due);
       case 'snapshot': {
         const w = this.#worlds.get(c.worldId);
-        if (w) this.lane.emit({ kind: 'world', k: 'snapshot', worldId: c.worldId, zones: w.run.snapshot() });
+        if (w) {
+          w.run.snapshot((zones) => {
+            this.lane.emit({ kind: 'world', k: 'snapshot', worldId: c.worldId, zones });
+            this.#release(w);
+          });
+        }
         return;
       }
-      case 'close':
-        this.#worlds.get(c.worldId)?.run.close();
+      case 'close': {
+        const w = this.#worlds.get(c.worldId);
+        if (!w) return;
+        w.run.close();
         this.#worlds.delete(c.worldId);
-        return;
+        return this.#release(w);
+      }
       case 'vote_resolved': {
         const w = this.#worlds.get(c.worldId);
         if (w) w.voting = false;
         return;
       }
+      case 'stripe':
+      case 'stripe_answer':
+        return;
     }
   }
 
-  #create(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null, poses: PoseManifest | null): Answer {
+  /**
+   * The world's round settled: what waited for it runs now, in order, until
+   * another round goes out. A world that ended meanwhile answers them as
+   * any command for a world that is gone.
+   */
+  #release(w: LaneWorld): void {
+    while (w.held.length > 0 && !(w.run.waiting && this.#worlds.get(w.run.worldId) === w)) this.#apply(w.held.shift()!);
+  }
+
+  /** A message for a stripe of a world whose home is another lane. */
+  #stripe(worldId: string, s: number, msg: Extract<WorldCommand, { op: 'stripe' }>['msg']): void {
+    const id = stripeId(worldId, s);
+    if (msg.t === 'open') {
+      this.#stripes.get(id)?.close();
+      this.#stripes.set(id, new LaneStripe(this.lane, worldId, msg));
+      return;
+    }
+    const stripe = this.#stripes.get(id);
+    if (!stripe) return;
+    if (msg.t === 'close') {
+      stripe.close();
+      this.#stripes.delete(id);
+      return;
+    }
+    const answer = stripe.handle(msg);
+    if (answer) this.lane.emit({ kind: 'world', k: 'to_home', worldId, stripe: s, msg: answer });
+  }
+
+  #create(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null, poses: PoseManifest | null, stripes: number): Answer {
     if (!mode.world) return { ok: false };
     const lane = this.lane;
     const run = WorldRun.start(
       {
-        worldId,
-        mode,
+        ...worldScriptOptions(lane, worldId, mode),
         seed,
         poses,
-        source: lane.source,
-        budgets: lane.budgets,
-        failingTicksMax: lane.failingTicksMax,
-        log: lane.log,
-        limits: lane.limits,
-        ids: lane.ids,
-        bindings: lane.bindings,
-        send: (playerId, message) => lane.emit({ kind: 'lane', k: 'send', playerId, message }),
-        failed: lane.failed,
-        scriptError: (playerId, error) => lane.emit({ kind: 'lane', k: 'script_error', playerId, error }),
+        stripes,
+        relay: (stripe, msg) => lane.emit({ kind: 'world', k: 'to_stripe', worldId, stripe, msg }),
       },
       recovery,
     );
     if (!run) return { ok: false };
-    const world: LaneWorld = { run, voting: false, phase: null };
+    const world: LaneWorld = { run, voting: false, phase: null, held: [] };
     this.#worlds.set(worldId, world);
     this.#output(worldId, world, null);
     return { ok: true };
@@ -111,7 +155,14 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     const t0 = performance.now();
     const lateMs = started - due;
     if (!w || lateMs >= w.run.settings.tick_rate) return this.lane.emit({ kind: 'world', k: 'skipped', worldId });
-    w.run.step(started);
+    w.run.step(started, () => {
+      this.#ticked(worldId, w, lateMs, t0);
+      this.#release(w);
+    });
+  }
+
+  #ticked(worldId: string, w: LaneWorld, lateMs: number, t0: number): void {
+    if (this.#worlds.get(worldId) !== w) return;
     const finished = w.run.finished;
     if (finished) {
       this.#output(worldId, w, null);
@@ -127,7 +178,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
         this.lane.emit({ kind: 'world', k: 'vote', worldId, config: { ...asked.config, vote_id: asked.config.vote_id ?? this.lane.ids.uuid() } });
       }
     }
-    this.#output(worldId, w, { lateMs, busyMs: performance.now() - t0, deltaBytes: w.run.takeDeltaBytes(), split: w.run.takeSplit() });
+    this.#output(worldId, w, { lateMs, busyMs: performance.now() - t0, deltaBytes: w.run.takeDeltaBytes(), split: w.run.takeSplit(), lanes: w.run.takeLaneMs() });
   }
 
   /** Sends what the world produced; the phase listing rides along when it changed. */
@@ -144,5 +195,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
   close(): void {
     for (const w of this.#worlds.values()) w.run.close();
     this.#worlds.clear();
+    for (const stripe of this.#stripes.values()) stripe.close();
+    this.#stripes.clear();
   }
 }

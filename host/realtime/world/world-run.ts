@@ -1,62 +1,34 @@
 /**
- * One live world on its script lane: the world VM, the zone VMs it runs,
+ * One live world on its home script lane: the world VM, the zone VMs of its
+ * stripe (zone-shard.ts; the other stripes' on other lanes, zone-stripes.ts),
  * where every player and entity is, and what each connection watches. A
  * world tick runs every zone's script steps, moves entities across zone
  * borders, runs `post_tick`, and on broadcast ticks turns each zone's entity
  * table into one `world.tick` delta shared by every player watching the
  * zone. The main thread only writes the frames this produces.
  */
-import type { RateLimiter } from '../../../runtime/contracts/context';
-import type { IdSource } from '../../../runtime/platform/ids';
-import type { Logger } from '../../../runtime/platform/log';
-import type { Budgets, FailureKind, JoinResult, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptServices, ScriptSource, TerrainAccess, WorldServices, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
-import { lua } from '../../../runtime/lua/vm';
+import type { JoinResult, JsonObject, JsonValue, TerrainAccess, WorldServices, WorldSettings } from '../../../runtime/lua/host-interface';
 import { asObjectJson, isObjectJson, type EntitySink, type JsonRecord } from '../../../runtime/lua/marshal';
-import type { ZoneSpatial } from '../../../runtime/lua/spatial';
-import { WorldVm, ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
+import { WorldVm, type ZoneInput } from '../../../runtime/lua/world';
 import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
 import { TerrainStore, terrainProvider } from './terrain';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import { encodeWorldTick, ZoneSlots, type FieldInput, type WireRecord } from '../../../runtime/worlds/binary-wire';
 import { axialTurn, encodePoseDatagrams, type PoseManifest, type PoseRecord } from '../../../runtime/worlds/pose-datagram';
+import { coordsOf, keyOf, ZoneShard, type SpawnTemplate, type Stray, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
+import { recordingSink, replayRecords, stripeColumns, stripeOf, type ForeignZone, type FromStripe, type StripeOp, type ToStripe, type ZoneRecords } from './zone-stripes';
 
-/** A zone's coordinates packed in one number (grids are at most 1000 a side). */
-type ZoneKey = number;
-const keyOf = (x: number, y: number): ZoneKey => x * 4096 + y;
-const coordsOf = (key: ZoneKey): [number, number] => [Math.floor(key / 4096), key % 4096];
-
-/** At most this many `game.zone.apply` sends per calling zone per tick. */
-const EFFECTS_PER_TICK = 64;
 /** The periodic `world.phase_changed` (no `world_id`) comes about this often. */
 const PHASE_PUSH_EVERY_MS = 3000;
-/** A zone whose callbacks hit a limit this many ticks in a row sits out a growing number of ticks. */
-const ZONE_BACKOFF_MAX_TICKS = 128;
 
-export interface WorldRunOptions {
-  worldId: string;
-  mode: ModeInfo;
+export interface WorldRunOptions extends WorldScriptOptions {
   seed: number;
   /** The node's datagram plane's field manifest, or null when the plane is off: zones then make no poses. */
   poses?: PoseManifest | null;
-  source: ScriptSource;
-  budgets: Budgets;
-  failingTicksMax: number;
-  log: Logger;
-  limits: RateLimiter;
-  ids: IdSource;
-  bindings: ScriptBindings;
-  /** `game.send` from any of the world's VMs. */
-  send(playerId: string, message: JsonValue): void;
-  /** Every failed callback of the world's VMs (ScriptServices.failed). */
-  failed?(kind: FailureKind): void;
-  /** A zone's `handle_input` failed on a player's input (ScriptServices.scriptError). */
-  scriptError?: ScriptServices['scriptError'];
-}
-
-/** One spawn template: the entity's fields, and for the reference's `{type, base_state}` shape the type that wins over overrides. */
-interface SpawnTemplate {
-  fields: JsonObject;
-  type?: JsonValue;
+  /** Lanes the world's zones are spread over (stripes along x, decision 0067); 1 or unset: all on this lane. */
+  stripes?: number;
+  /** Sends a message to the lane running stripe `s` (s ≥ 1); its answer comes back through `stripeAnswer`. */
+  relay?(s: number, msg: ToStripe): void;
 }
 
 /** Milliseconds a world's ticks spent by part (the benchmark prints them per tick). */
@@ -100,22 +72,36 @@ export interface WorldOutput {
   saturated: number;
 }
 
+/** A running zone as the world sees it; its VM is on the lane of its stripe (this lane's shard for stripe 0). */
 interface Zone {
   key: ZoneKey;
   x: number;
   y: number;
-  vm: ZoneVm;
+  stripe: number;
   /** Players whose entity this zone owns. */
   players: Set<string>;
-  inputs: ZoneInput[];
-  effects: JsonObject[];
-  /** Consecutive ticks with a callback stopped by a limit, and ticks left to sit out. */
-  failing: number;
-  resting: number;
-  /** `game.zone.apply` sends this tick. */
-  applied: number;
   idleSince: number | null;
+  /** Another lane's zone held entities or was kept hot when last heard of, or was put to since. */
+  busy: boolean;
 }
+
+/** Another lane's stripe: what goes to it with the next round. */
+interface RemoteStripe {
+  s: number;
+  ops: StripeOp[];
+  /** The publish epoch its touching zones were last sent at. */
+  epoch: number;
+  columns: [number, number];
+}
+
+/** A round out to the other stripes: the run goes on when every one answered. */
+type Round =
+  | { round: 'step'; now: number; tick: number; done: () => void; waiting: number; outs: Map<ZoneKey, ZoneStepOut> }
+  | { round: 'publish'; now: number; tick: number; done: () => void; waiting: number; records: Map<ZoneKey, ZoneRecords> }
+  | { round: 'snapshot'; done: (zones: ZoneSnapshot[]) => void; waiting: number; zones: ZoneSnapshot[] };
+
+/** A despawn not aimed at one zone (its entity was never published): it may take the entity from any zone. */
+const ANY_ZONE = -1;
 
 /** What a zone last sent, kept even while the zone is stopped, so sequences never go back. */
 interface Published {
@@ -144,6 +130,8 @@ interface DeltaSink extends EntitySink {
   ops: ('a' | 'u' | 'r')[];
   ids: string[];
   fields: (JsonRecord | null)[];
+  /** A record already told to the world's bookkeeping (a difference this lane took before the others answered). */
+  take(op: 'a' | 'u' | 'r', id: string, fields: JsonRecord | null): void;
 }
 
 /** The first wait before a zone whose keyframe had no binary form tries the binary wire again, and the longest. */
@@ -166,6 +154,14 @@ export class WorldRun {
   readonly #o: WorldRunOptions;
   readonly #vm: WorldVm;
   readonly #zones = new Map<ZoneKey, Zone>();
+  /** The VMs of this lane's zones (stripe 0). */
+  readonly #local: ZoneShard;
+  /** Stripes 1… on other lanes, at index s − 1. */
+  readonly #stripes: RemoteStripe[] = [];
+  #round: Round | null = null;
+  /** This tick's work per lane, in ms (this lane's first). */
+  #laneMs: number[] = [0];
+  #templatesChanged = false;
   readonly #published = new Map<ZoneKey, Published>();
   readonly #watchers = new Map<ZoneKey, Set<string>>();
   readonly #players = new Map<string, Player>();
@@ -178,8 +174,6 @@ export class WorldRun {
   readonly #phases: PhaseClock | null;
   #phasePushedAt = 0;
   #tick = 0;
-  #spawns: { id: string; entity: JsonObject }[] = [];
-  #despawns: string[] = [];
   #out: WorldOutput = emptyOutput();
   #finished: JsonObject | null = null;
   /** Bytes of every zone delta made since the last ask: what one player watching the whole world would receive. */
@@ -194,7 +188,6 @@ export class WorldRun {
    * are all on text never encodes twice.
    */
   #binary = false;
-  readonly #mirrorLists = new Map<ZoneKey, { epoch: number; list: { id: string; entity: JsonObject }[] }>();
 
   private constructor(options: WorldRunOptions, vm: WorldVm) {
     this.#o = options;
@@ -209,6 +202,23 @@ export class WorldRun {
     for (const problem of phases.problems) options.log.warn('world_phases_problem', { world_id: options.worldId, mode: options.mode.name, problem });
     this.#phases = phases.phases.length > 0 ? new PhaseClock(phases.phases, Date.now()) : null;
     this.#seeds = vm.generateWorld(options.seed);
+    this.#local = new ZoneShard({
+      ...options,
+      terrain: this.#terrainAccess(),
+      view: {
+        locate: (id) => this.#entityZone.get(id),
+        running: (key) => this.#zones.has(key),
+        published: (key) => this.#published.get(key)?.entities,
+        epoch: () => this.#publishEpoch,
+        templates: () => this.#templates,
+      },
+    });
+    const n = this.settings.grid_size;
+    const k = options.relay ? Math.max(1, Math.min(n, options.stripes ?? 1)) : 1;
+    for (let s = 1; s < k; s++) {
+      this.#stripes.push({ s, ops: [], epoch: -1, columns: stripeColumns(s, n, k) });
+      options.relay!(s, { t: 'open', mode: options.mode, seed: options.seed, terrain: vm.declaration('terrain_provider'), templates: this.#templates });
+    }
   }
 
   /**
@@ -285,6 +295,22 @@ export class WorldRun {
     return this.#tick;
   }
 
+  get worldId(): string {
+    return this.#o.worldId;
+  }
+
+  /** Each lane's work on the ticks since the last ask, in ms (this lane's first). */
+  takeLaneMs(): number[] {
+    const ms = this.#laneMs;
+    this.#laneMs = [0];
+    return ms;
+  }
+
+  /** A round is out to the other stripes: the world's other commands wait until it settles. */
+  get waiting(): boolean {
+    return this.#round !== null;
+  }
+
   takeSplit(): TickSplit {
     const split = this.#split;
     this.#split = emptySplit();
@@ -340,8 +366,7 @@ export class WorldRun {
       this.#vm.leave(playerId);
       return { ok: false, refused: false, kind: 'error', message: 'zone_unavailable' };
     }
-    zone.vm.put(playerId, { x: at.x, y: at.y, type: 'player' });
-    zone.players.add(playerId);
+    this.#put(zone, playerId, { x: at.x, y: at.y, type: 'player' }, true);
     const player: Player = { id: playerId, zone: key, ring: new Set(), consumed: -1, ackSent: -1, attached: true };
     this.#players.set(playerId, player);
     this.#phases?.setPlayers(this.#players.keys());
@@ -364,8 +389,7 @@ export class WorldRun {
     if (!player) return;
     this.#players.delete(playerId);
     const zone = this.#zones.get(player.zone);
-    zone?.vm.take(playerId);
-    zone?.players.delete(playerId);
+    if (zone) this.#take(zone, playerId);
     this.#entityZone.delete(playerId);
     if (player.attached) for (const key of player.ring) this.#unwatch(player, key);
     this.#vm.leave(playerId);
@@ -375,7 +399,11 @@ export class WorldRun {
   input(playerId: string, input: JsonObject, seq: number | null): void {
     const player = this.#players.get(playerId);
     if (!player) return;
-    this.#zones.get(player.zone)?.inputs.push({ playerId, input, seq });
+    const zone = this.#zones.get(player.zone);
+    if (!zone) return;
+    const queued: ZoneInput = { playerId, input, seq };
+    if (zone.stripe === 0) this.#local.input(zone.key, queued);
+    else this.#opsOf(zone).push({ op: 'input', key: zone.key, input: queued });
   }
 
   /** A fresh keyframe of a watched zone for one player. */
@@ -389,101 +417,183 @@ export class WorldRun {
 
   // ---- the tick -------------------------------------------------------------
 
-  /** One world tick; `finished` is set when the world ended during it. */
-  step(now: number): void {
+  /**
+   * One world tick; `finished` is set when the world ended during it. `done`
+   * runs when the tick is over: at once on one lane, after the other stripes
+   * answered their rounds otherwise (decision 0067).
+   */
+  step(now: number, done: () => void): void {
+    const t0 = performance.now();
     this.#tick++;
     const tick = this.#tick;
     // An edited script is taken before the zones step, so the templates it adds are spawnable on this very tick.
-    if (this.#vm.reloadIfStale()) this.#readTemplates();
+    if (this.#vm.reloadIfStale()) {
+      this.#readTemplates();
+      this.#templatesChanged = true;
+    }
+    for (const stripe of this.#stripes) {
+      const foreign = stripe.epoch === this.#publishEpoch ? null : this.#foreignOf(stripe);
+      stripe.epoch = this.#publishEpoch;
+      this.#o.relay!(stripe.s, { t: 'step', tick, ops: takeOps(stripe), foreign, templates: this.#templatesChanged ? this.#templates : null });
+    }
+    this.#templatesChanged = false;
+    const outs = new Map<ZoneKey, ZoneStepOut>();
+    for (const out of this.#local.step(tick, false)) outs.set(out.key, out);
+    const undo = this.#local.takeUndoMs();
+    const at = performance.now();
+    this.#split.lua += at - t0 - undo;
+    this.#split.undo += undo;
+    this.#laneMs[0]! += at - t0;
+    this.#round = { round: 'step', now, tick, done, waiting: this.#stripes.length, outs };
+    if (this.#stripes.length === 0) this.#afterSteps();
+  }
+
+  /** Another lane's answer to the round out. */
+  stripeAnswer(s: number, msg: FromStripe): void {
+    const round = this.#round;
+    if (round === null) return;
+    if (msg.t !== 'snapshot') {
+      this.#laneMs[s] = (this.#laneMs[s] ?? 0) + msg.ms;
+      for (const key of msg.lost) this.#zones.delete(key);
+      if (msg.busy !== null) {
+        const busy = new Set(msg.busy);
+        for (const zone of this.#zones.values()) if (zone.stripe === s) zone.busy = busy.has(zone.key);
+      }
+    }
+    if (msg.t === 'stepped' && round.round === 'step') for (const out of msg.zones) round.outs.set(out.key, out);
+    else if (msg.t === 'published' && round.round === 'publish') for (const records of msg.zones) round.records.set(records[0], records);
+    else if (msg.t === 'snapshot' && round.round === 'snapshot') round.zones.push(...msg.zones);
+    else return;
+    if (--round.waiting > 0) return;
+    if (round.round === 'step') this.#afterSteps();
+    else if (round.round === 'publish') this.#afterPublish();
+    else {
+      this.#round = null;
+      round.done(round.zones);
+    }
+  }
+
+  /** Every zone stepped: what their scripts asked of the world, in zone order; then crossings, `post_tick`, phases. */
+  #afterSteps(): void {
+    const round = this.#round as Extract<Round, { round: 'step' }>;
     const split = this.#split;
     let t = performance.now();
-    let undo = 0;
-    for (const zone of [...this.#zones.values()]) {
-      this.#zoneStep(zone, tick);
-      undo += zone.vm.undoMs;
-      zone.vm.undoMs = 0;
+    const t0 = t;
+    const spawns: { id: string; entity: JsonObject }[] = [];
+    const despawns: string[] = [];
+    const strays: [Zone, Stray[]][] = [];
+    for (const zone of this.#zones.values()) {
+      const out = round.outs.get(zone.key);
+      if (!out) continue;
+      for (const [playerId, seq] of out.consumed) {
+        const player = this.#players.get(playerId);
+        if (player && seq > player.consumed) player.consumed = seq;
+      }
+      for (const text of out.sends) this.#out.sends.push([text, null]);
+      for (const spawn of out.spawns) spawns.push(spawn);
+      for (const id of out.despawns) despawns.push(id);
+      for (const [target, effect] of out.effects) this.#effect(target, effect);
+      if (out.strays.length > 0) strays.push([zone, out.strays]);
     }
+    const despawned = this.#applySpawns(spawns, despawns);
+    this.#crossings(strays, despawned);
     let at = performance.now();
-    split.lua += at - t - undo;
-    split.undo += undo;
-    t = at;
-    this.#applySpawns();
-    this.#crossings();
-    at = performance.now();
     split.crossing += at - t;
     t = at;
-    const post = this.#vm.postTick(tick);
+    const post = this.#vm.postTick(round.tick);
     if (post.finished) {
       this.#finished = post.finished.result;
-      return;
+      return this.#settle(t0);
     }
     if (post.vote !== null && isObjectJson(post.vote) && Object.keys(post.vote).length > 0) this.#vote = post.vote;
-    this.#runPhases(now);
+    this.#runPhases(round.now);
     split.world += performance.now() - t;
-    if (this.#finished) return;
-    if (tick % this.settings.broadcast_interval === 0) this.#broadcastDeltas(tick);
-    this.#stopIdleZones(now);
+    if (this.#finished || round.tick % this.settings.broadcast_interval !== 0) return this.#settle(t0);
+    if (this.#stripes.length === 0) {
+      this.#broadcastDeltas(round.tick, null);
+      return this.#settle(t0);
+    }
+    for (const stripe of this.#stripes) this.#o.relay!(stripe.s, { t: 'publish', ops: takeOps(stripe) });
+    this.#round = { round: 'publish', now: round.now, tick: round.tick, done: round.done, waiting: this.#stripes.length, records: new Map() };
+    // This lane's zones diff while the others do theirs.
+    t = performance.now();
+    for (const zone of this.#zones.values()) {
+      if (zone.stripe !== 0) continue;
+      const records: ZoneRecords = [zone.key, [], [], []];
+      this.#local.diff(zone.key, this.#publishedOf(zone.key).entities, recordingSink(records, this.#entityZone));
+      if (records[1].length > 0) this.#round.records.set(zone.key, records);
+    }
+    at = performance.now();
+    split.diff += at - t;
+    this.#laneMs[0]! += at - t0;
   }
 
-  #zoneStep(zone: Zone, tick: number): void {
-    zone.applied = 0;
-    const cold = zone.players.size === 0;
-    if (cold && tick % this.settings.cold_tick_divisor !== 0 && zone.effects.length === 0) return;
-    if (zone.resting > 0) {
-      zone.resting--;
-      zone.inputs.length = 0;
-      zone.effects.length = 0;
-      return;
-    }
-    const inputs = zone.inputs.splice(0);
-    const effects = zone.effects.splice(0);
-    zone.vm.takeLimitFailure();
-    const { consumed } = zone.vm.tick(inputs, effects);
-    for (const [playerId, seq] of consumed) {
-      const player = this.#players.get(playerId);
-      if (player && seq > player.consumed) player.consumed = seq;
-    }
-    const failure = zone.vm.takeLimitFailure();
-    zone.failing = failure ? zone.failing + 1 : 0;
-    if (failure && zone.failing >= this.#o.failingTicksMax) {
-      // Contained: the zone sits out a growing number of ticks; the rest of the world keeps its cadence.
-      zone.resting = Math.min(ZONE_BACKOFF_MAX_TICKS, 2 ** Math.min(7, zone.failing - this.#o.failingTicksMax + 1));
-      this.#o.log.warn('zone_script_budget', {
-        world_id: this.#o.worldId,
-        zone: `${zone.x},${zone.y}`,
-        callback: failure.callback,
-        reason_class: failure.kind,
-        failing_ticks: zone.failing,
-        rest_ticks: zone.resting,
-      });
-    }
+  #afterPublish(): void {
+    const round = this.#round as Extract<Round, { round: 'publish' }>;
+    const t0 = performance.now();
+    this.#broadcastDeltas(round.tick, round.records);
+    this.#settle(t0, round.now);
   }
 
-  /** Entities whose position left their zone move to the zone they are now in; players within the `rehome` limits. */
-  #crossings(): void {
-    const n = this.settings.grid_size;
-    const size = this.settings.zone_size;
-    for (const zone of [...this.#zones.values()]) {
-      // Only entities outside the zone's square can have left it; the grid's edge zones reach to infinity (#zoneAt clamps).
-      const box = {
-        x0: zone.x === 0 ? -Infinity : zone.x * size,
-        x1: zone.x === n - 1 ? Infinity : (zone.x + 1) * size,
-        y0: zone.y === 0 ? -Infinity : zone.y * size,
-        y1: zone.y === n - 1 ? Infinity : (zone.y + 1) * size,
-      };
-      for (const { id, x, y } of zone.vm.positions(box)) {
+  /** The tick is over: idle zones stop (when it was not the world's last), and whoever waits hears it. */
+  #settle(t0: number, now?: number): void {
+    const round = this.#round as Extract<Round, { round: 'step' | 'publish' }>;
+    this.#round = null;
+    if (!this.#finished) this.#stopIdleZones(now ?? round.now);
+    this.#laneMs[0]! += performance.now() - t0;
+    round.done();
+  }
+
+  /** An effect for a zone's next step, wherever it runs. */
+  #effect(target: ZoneKey, effect: JsonObject): void {
+    const zone = this.#zones.get(target);
+    if (!zone) return;
+    if (zone.stripe === 0) this.#local.effect(target, effect);
+    else this.#opsOf(zone).push({ op: 'effect', key: target, effect });
+  }
+
+  #opsOf(zone: Zone): StripeOp[] {
+    return this.#stripes[zone.stripe - 1]!.ops;
+  }
+
+  #put(zone: Zone, id: string, entity: JsonObject, player: boolean): void {
+    if (zone.stripe === 0) this.#local.put(zone.key, id, entity, player);
+    else {
+      this.#opsOf(zone).push({ op: 'put', key: zone.key, id, entity, player });
+      zone.busy = true;
+    }
+    if (player) zone.players.add(id);
+  }
+
+  /** Removes an entity from its zone; its fields when the zone is on this lane. */
+  #take(zone: Zone, id: string): JsonObject | null {
+    zone.players.delete(id);
+    if (zone.stripe === 0) return this.#local.take(zone.key, id);
+    this.#opsOf(zone).push({ op: 'take', key: zone.key, id });
+    return null;
+  }
+
+  /**
+   * Entities whose position left their zone move to the zone they are now
+   * in, players within the `rehome` limits. An entity despawned from its
+   * zone this tick stays gone.
+   */
+  #crossings(strays: [Zone, Stray[]][], despawned: Map<string, ZoneKey>): void {
+    for (const [zone, list] of strays) {
+      for (const { id, x, y, entity } of list) {
+        const gone = despawned.get(id);
+        if (gone !== undefined && (gone === zone.key || (gone === ANY_ZONE && !zone.players.has(id)))) continue;
         const key = this.#zoneAt(x, y);
         if (key === zone.key) continue;
         const player = zone.players.has(id) ? this.#players.get(id) : undefined;
         if (player && (!this.#o.limits.take('rehome', `p:${id}`).ok || !this.#o.limits.take('rehome_global', 'node').ok)) continue;
         const target = this.#ensureZone(key);
         if (!target) continue;
-        const entity = zone.vm.take(id);
-        if (!entity) continue;
-        target.vm.put(id, entity);
+        // A zone on another lane sent the stray's fields with it; nothing of that zone ran since.
+        const moving = zone.stripe === 0 ? this.#take(zone, id) : entity ? (this.#take(zone, id), entity) : null;
+        if (!moving) continue;
+        this.#put(target, id, moving, player !== undefined);
         if (player) {
-          zone.players.delete(id);
-          target.players.add(id);
           const from = player.zone;
           player.zone = key;
           if (player.attached) this.#watch(player, key, false);
@@ -493,21 +603,60 @@ export class WorldRun {
     }
   }
 
-  #applySpawns(): void {
-    const spawns = this.#spawns;
-    const despawns = this.#despawns;
-    this.#spawns = [];
-    this.#despawns = [];
+  /** Despawns, then spawns; answers which zone each despawn took its entity from. */
+  #applySpawns(spawns: { id: string; entity: JsonObject }[], despawns: string[]): Map<string, ZoneKey> {
+    const despawned = new Map<string, ZoneKey>();
     for (const id of despawns) {
       const key = this.#entityZone.get(id);
       const zone = key === undefined ? undefined : this.#zones.get(key);
-      if (zone && !zone.players.has(id)) zone.vm.take(id);
-      else for (const z of this.#zones.values()) if (!z.players.has(id) && z.vm.take(id)) break;
+      if (zone && !zone.players.has(id)) {
+        this.#take(zone, id);
+        despawned.set(id, zone.key);
+        continue;
+      }
+      for (const z of this.#zones.values()) {
+        if (z.stripe === 0 && !z.players.has(id) && this.#local.take(z.key, id)) {
+          despawned.set(id, z.key);
+          break;
+        }
+      }
+      if (despawned.has(id) || this.#stripes.length === 0) continue;
+      for (const stripe of this.#stripes) stripe.ops.push({ op: 'despawn', id });
+      despawned.set(id, ANY_ZONE);
     }
     for (const { id, entity } of spawns) {
       const zone = this.#ensureZone(this.#zoneAt(entity.x as number, entity.y as number));
-      zone?.vm.put(id, entity);
+      if (zone) this.#put(zone, id, entity, false);
     }
+    return despawned;
+  }
+
+  /**
+   * For another lane's stripe: the zones of the columns on either side of it,
+   * each with every id it published and its entities near the facing edge,
+   * which is all its zones' mirrors and `game.zone.apply` read of them.
+   */
+  #foreignOf(stripe: RemoteStripe): ForeignZone[] {
+    const [first, last] = stripe.columns;
+    const size = this.settings.zone_size;
+    const band = this.settings.border_band * size;
+    const out: ForeignZone[] = [];
+    for (const zone of this.#zones.values()) {
+      const before = zone.x === first - 1;
+      if (!before && zone.x !== last + 1) continue;
+      const ids: string[] = [];
+      const near: [string, JsonRecord][] = [];
+      const published = this.#published.get(zone.key);
+      if (published) {
+        for (const [id, entity] of published.entities) {
+          ids.push(id);
+          const ex = entity.x;
+          if (band > 0 && typeof ex === 'number' && (before ? ex >= first * size - band : ex < (last + 1) * size + band)) near.push([id, entity]);
+        }
+      }
+      out.push([zone.key, ids, near]);
+    }
+    return out;
   }
 
   #runPhases(now: number): void {
@@ -523,8 +672,13 @@ export class WorldRun {
     if (clock.complete && !this.#finished) this.#finished = { status: 'phases_complete' };
   }
 
-  /** Every zone that changed since its last frame sends one delta to the players watching it; then the acks. */
-  #broadcastDeltas(tick: number): void {
+  /**
+   * Every zone that changed since its last frame sends one delta to the
+   * players watching it; then the acks. `diffed`: the zones' differences as
+   * the stripes took them (this lane's already applied, the others' still to
+   * replay); null: this lane runs every zone and diffs them now.
+   */
+  #broadcastDeltas(tick: number, diffed: Map<ZoneKey, ZoneRecords> | null): void {
     this.#publishEpoch++;
     const sink = this.#deltas;
     const split = this.#split;
@@ -535,7 +689,14 @@ export class WorldRun {
       sink.ids.length = 0;
       sink.fields.length = 0;
       const t0 = performance.now();
-      zone.vm.diff(published.entities, sink);
+      if (diffed === null) this.#local.diff(zone.key, published.entities, sink);
+      else {
+        const records = diffed.get(zone.key);
+        if (records !== undefined) {
+          if (zone.stripe !== 0) replayRecords(published.entities, records, sink);
+          else for (let i = 0; i < records[1].length; i++) sink.take(records[1][i]!, records[2][i]!, records[3][i]!);
+        }
+      }
       const t1 = performance.now();
       split.diff += t1 - t0;
       if (this.#o.poses && this.#binary) this.#poses(zone, published, tick, sink, this.#o.poses);
@@ -578,20 +739,19 @@ export class WorldRun {
       fields: [] as (JsonRecord | null)[],
       added(id: string, fields: JsonRecord): void {
         run.#entityZone.set(id, sink.zone);
-        sink.ops.push('a');
-        sink.ids.push(id);
-        sink.fields.push(fields);
+        sink.take('a', id, fields);
       },
       updated(id: string, changed: JsonRecord): void {
-        sink.ops.push('u');
-        sink.ids.push(id);
-        sink.fields.push(changed);
+        sink.take('u', id, changed);
       },
       removed(id: string): void {
         if (run.#entityZone.get(id) === sink.zone) run.#entityZone.delete(id);
-        sink.ops.push('r');
+        sink.take('r', id, null);
+      },
+      take(op, id, fields): void {
+        sink.ops.push(op);
         sink.ids.push(id);
-        sink.fields.push(null);
+        sink.fields.push(fields);
       },
     };
     return sink;
@@ -693,23 +853,13 @@ export class WorldRun {
       const seeded = this.#seeds[`${x},${y}`];
       zoneState = this.#vm.zoneLoaded(x, y) ?? (isObjectJson(seeded) ? seeded.game_state : undefined);
     }
-    let vm: ZoneVm;
-    try {
-      vm = ZoneVm.create({
-        source: this.#o.source,
-        mode: this.#o.mode,
-        worldId: this.#o.worldId,
-        zone: [x, y],
-        services: this.#zoneServices(key),
-        budgets: this.#o.budgets,
-        zoneState,
-        entities: start.entities,
-      });
-    } catch (err) {
-      this.#o.log.warn('zone_start_failed', { world_id: this.#o.worldId, zone: `${x},${y}`, message: (err as Error).message });
-      return null;
+    const stripe = stripeOf(x, this.settings.grid_size, this.#stripes.length + 1);
+    if (stripe === 0) {
+      if (!this.#local.open(key, zoneState, start.entities)) return null;
+    } else {
+      this.#stripes[stripe - 1]!.ops.push({ op: 'open', key, ...(zoneState !== undefined ? { zoneState } : {}), ...(start.entities ? { entities: start.entities } : {}) });
     }
-    const zone: Zone = { key, x, y, vm, players: new Set(), inputs: [], effects: [], failing: 0, resting: 0, applied: 0, idleSince: null };
+    const zone: Zone = { key, x, y, stripe, players: new Set(), idleSince: null, busy: true };
     this.#zones.set(key, zone);
     return zone;
   }
@@ -717,98 +867,18 @@ export class WorldRun {
   #stopIdleZones(now: number): void {
     if (!this.settings.lazy_zones) return;
     for (const zone of [...this.#zones.values()]) {
-      const idle = zone.players.size === 0 && this.#publishedOf(zone.key).entities.size === 0 && !zone.vm.hasEntities() && !zone.vm.keepHot();
+      const idle = zone.players.size === 0 && this.#publishedOf(zone.key).entities.size === 0 && !(zone.stripe === 0 ? this.#local.busy(zone.key) : zone.busy);
       if (!idle) {
         zone.idleSince = null;
         continue;
       }
       zone.idleSince ??= now;
       if (now - zone.idleSince < this.settings.zone_idle_timeout) continue;
-      zone.vm.close();
+      if (zone.stripe === 0) this.#local.close(zone.key);
+      else this.#opsOf(zone).push({ op: 'close', key: zone.key });
       this.#zones.delete(zone.key);
       this.#vm.zoneUnloaded(zone.x, zone.y);
     }
-  }
-
-  #zoneServices(key: ZoneKey): ZoneServices {
-    const o = this.#o;
-    const [x, y] = coordsOf(key);
-    const spatial: ZoneSpatial = {
-      pushOwnEntities: (L: any) => {
-        const zone = this.#zones.get(key);
-        if (zone) zone.vm.pushEntitiesOnto(L);
-        else lua.lua_pushnil(L);
-      },
-      mirrors: () => this.#mirrors(key),
-    };
-    const services: ZoneServices = {
-      log: o.log.child({ world_id: o.worldId, zone: `${x},${y}` }),
-      limits: o.limits,
-      clock: { now: () => Date.now() },
-      ids: o.ids,
-      bindings: o.bindings,
-      send: o.send,
-      ...(o.failed ? { failed: o.failed } : {}),
-      ...(o.scriptError ? { scriptError: o.scriptError } : {}),
-      broadcast: (leaf, payload) => this.#broadcast(leaf, payload),
-      terrain: this.#terrainAccess(),
-      spawn: (template, sx, sy, overrides) => {
-        const t = this.#templates[template];
-        if (!t) return false;
-        // Unique across restarts: a recovered world's entities keep the ids they were saved with.
-        const id = `${template}-${o.ids.uuid()}`;
-        this.#spawns.push({ id, entity: { ...t.fields, ...overrides, ...(t.type !== undefined ? { type: t.type } : {}), x: sx, y: sy } });
-        return true;
-      },
-      despawn: (id) => void this.#despawns.push(id),
-      apply: (entityId, event) => {
-        const zone = this.#zones.get(key);
-        const target = this.#entityZone.get(entityId);
-        if (!zone || target === undefined || target === key || zone.applied >= EFFECTS_PER_TICK) return false;
-        const [tx, ty] = coordsOf(target);
-        if (Math.abs(tx - x) > 1 || Math.abs(ty - y) > 1) return false;
-        const owner = this.#zones.get(target);
-        if (!owner) return false;
-        zone.applied++;
-        owner.effects.push({ entity_id: entityId, event });
-        return true;
-      },
-      spatial,
-    };
-    return services;
-  }
-
-  /**
-   * Entities of the touching zones within `border_band` of this zone's edges,
-   * as last published. Published entities change only at a broadcast, so the
-   * list is made once per zone per broadcast, however many queries ask.
-   */
-  #mirrors(key: ZoneKey): { id: string; entity: JsonObject }[] {
-    const band = this.settings.border_band * this.settings.zone_size;
-    if (band <= 0) return [];
-    const cached = this.#mirrorLists.get(key);
-    if (cached !== undefined && cached.epoch === this.#publishEpoch) return cached.list;
-    const [x, y] = coordsOf(key);
-    const size = this.settings.zone_size;
-    const left = x * size - band;
-    const right = (x + 1) * size + band;
-    const top = y * size - band;
-    const bottom = (y + 1) * size + band;
-    const out: { id: string; entity: JsonObject }[] = [];
-    for (let dx = -1; dx <= 1; dx++) {
-      for (let dy = -1; dy <= 1; dy++) {
-        if (dx === 0 && dy === 0) continue;
-        const published = this.#published.get(keyOf(x + dx, y + dy));
-        if (!published || x + dx < 0 || y + dy < 0) continue;
-        for (const [id, entity] of published.entities) {
-          const ex = entity.x;
-          const ey = entity.y;
-          if (typeof ex === 'number' && typeof ey === 'number' && ex >= left && ex < right && ey >= top && ey < bottom) out.push({ id, entity: entity as JsonObject });
-        }
-      }
-    }
-    this.#mirrorLists.set(key, { epoch: this.#publishEpoch, list: out });
-    return out;
   }
 
   #publishedOf(key: ZoneKey): Published {
@@ -912,15 +982,12 @@ export class WorldRun {
 
   // ---- persistence ----------------------------------------------------------
 
-  /** Every running zone's entities (players left out: they come back by joining) and state. */
-  snapshot(): WorldRecovery['zones'] {
-    const out: WorldRecovery['zones'] = [];
-    for (const zone of this.#zones.values()) {
-      const entities = JSON.parse(zone.vm.entitiesText()) as Record<string, JsonObject>;
-      for (const id of zone.players) delete entities[id];
-      out.push({ x: zone.x, y: zone.y, entities, zone_state: zone.vm.stateJson(), tick: this.#tick });
-    }
-    return out;
+  /** Every running zone's entities (players left out: they come back by joining) and state, once every stripe answered. */
+  snapshot(done: (zones: ZoneSnapshot[]) => void): void {
+    const zones = this.#local.snapshot(this.#tick);
+    if (this.#stripes.length === 0) return done(zones);
+    for (const stripe of this.#stripes) this.#o.relay!(stripe.s, { t: 'snapshot', tick: this.#tick, ops: takeOps(stripe) });
+    this.#round = { round: 'snapshot', done, waiting: this.#stripes.length, zones };
   }
 
   #recover(recovery: WorldRecovery): void {
@@ -935,10 +1002,17 @@ export class WorldRun {
   }
 
   close(): void {
-    for (const zone of this.#zones.values()) zone.vm.close();
+    this.#local.closeAll();
     this.#zones.clear();
+    this.#round = null;
     this.#vm.close();
   }
+}
+
+function takeOps(stripe: RemoteStripe): StripeOp[] {
+  const ops = stripe.ops;
+  stripe.ops = [];
+  return ops;
 }
 
 function emptyOutput(): WorldOutput {
