@@ -311,6 +311,53 @@ describe('guardSocket', () => {
     }
   });
 
+  // Decision 0068: were a `ws` release's receiver to lose the list the guard replaces, the guard
+  // would quietly stop replacing it, and only the garbage collector's figures would say so.
+  it("hands ws's receiver a fragment list of its own at the end of each message, and only then", async () => {
+    const { client, ws, messages, done } = await guardedPair();
+    try {
+      const receiver = (ws as unknown as { _receiver: { _fragments: Buffer[] } })._receiver;
+      // Every list the receiver is given, in order, and whether ws's own code gave it.
+      const given: { list: Buffer[]; byWs: boolean }[] = [];
+      let current = receiver._fragments;
+      Object.defineProperty(receiver, '_fragments', {
+        get: () => current,
+        set: (list: Buffer[]) => {
+          given.push({ list, byWs: new Error().stack!.includes('dataMessage') });
+          current = list;
+        },
+      });
+      const byWs = () => given.map((g) => g.byWs);
+      client.write(clientFrame(TEXT, 'one'));
+      await eventually(() => messages.length === 1, 'read a message');
+      // ws's new list, then the guard's in its place.
+      expect(byWs()).toEqual([true, false]);
+      expect(receiver._fragments).toBe(given[1]!.list);
+      expect(receiver._fragments).toEqual([]);
+
+      // Three fragments with a ping among them, a chunk each: the guard's list gathers them, and
+      // nothing is replaced before the message ends.
+      for (const piece of [clientFrame(TEXT, 'tw', { fin: false }), clientFrame(PING, 'p'), clientFrame(CONTINUATION, 'o-', { fin: false }), clientFrame(CONTINUATION, 'parts')]) {
+        if (messages.length === 1) expect(given).toHaveLength(2);
+        client.write(piece);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await eventually(() => messages.length === 2, 'read the fragmented message');
+      expect(messages.map((m) => m.data)).toEqual(['one', 'two-parts']);
+      expect(byWs()).toEqual([true, false, true, false]);
+      expect(receiver._fragments).toBe(given[3]!.list);
+
+      // Two messages in one chunk: one replacement, after the second.
+      client.write(Buffer.concat([clientFrame(TEXT, 'three'), clientFrame(TEXT, 'four')]));
+      await eventually(() => messages.length === 4, 'read two more messages');
+      expect(messages.slice(2).map((m) => m.data)).toEqual(['three', 'four']);
+      expect(byWs()).toEqual([true, false, true, false, true, true, false]);
+      expect(receiver._fragments).toEqual([]);
+    } finally {
+      done();
+    }
+  });
+
   it('refuses a socket ws does not read', () => {
     expect(() => guardSocket(new PassThrough(), Buffer.alloc(0), CAP)).toThrow(/no ws reader/);
   });

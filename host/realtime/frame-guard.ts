@@ -269,17 +269,53 @@ type GuardedSocket = Duplex & { [READER]: SocketReader };
 /** `ws`'s 'data' listener: one function for every socket, met at the first guard. */
 let wsReader: Reader | null = null;
 
+/** The part of `ws`'s receiver the guard touches: the list a message's fragments are gathered in. */
+interface FragmentList {
+  _fragments: Buffer[];
+}
+
+/** The key `ws` keeps a socket's WebSocket under (a symbol described `websocket`), met at the first guard. */
+let wsKey: symbol | null = null;
+
+/** The receiver `ws` reads the socket with, if it has the shape the guard knows; null otherwise. */
+function receiverOf(socket: Duplex): FragmentList | null {
+  wsKey ??= Object.getOwnPropertySymbols(socket).find((s) => s.description === 'websocket') ?? null;
+  const receiver = wsKey === null ? undefined : (socket as unknown as Record<symbol, { _receiver?: unknown } | undefined>)[wsKey]?._receiver;
+  return receiver !== null && typeof receiver === 'object' && Array.isArray((receiver as FragmentList)._fragments) ? (receiver as FragmentList) : null;
+}
+
+// Copied (`slice`) into a new empty list that carries no allocation site (see SocketReader.pass). It
+// held a Buffer once, so its copies hold objects from the start, as ws's lists do after their first
+// message: a push into one never changes its elements' kind.
+const NO_FRAGMENTS: Buffer[] = [Buffer.alloc(0)];
+NO_FRAGMENTS.length = 0;
+
 /** A socket's filter, handing what passes to `ws`'s reader of that socket. */
 class SocketReader extends FrameFilter {
+  /** The list last handed to the receiver, until `ws` replaces it at the end of a message. */
+  #fragments: Buffer[] | null = null;
+
   constructor(
     cap: number,
     readonly socket: Duplex,
+    readonly receiver: FragmentList | null,
   ) {
     super(cap);
   }
 
   protected override pass(piece: Buffer): void {
     wsReader!.call(this.socket, piece);
+    // Each message `ws` reads ends by replacing the receiver's fragment list with a new `[]`, which
+    // then waits for the socket's next message. Sockets that pause after a message (every one after
+    // `session.connect`) keep those lists alive for long, so V8 learns to allocate every list of that
+    // one `[]` in the old generation; each message's list then dies there, keeping its young payload
+    // buffers alive through every scavenge until the next full collection (docs/decisions/0068).
+    // Handing the receiver a list of our own in its place (`slice` carries no allocation site) leaves
+    // ws's `[]` short-lived, so it is never moved out of the young generation.
+    const receiver = this.receiver;
+    if (receiver === null) return;
+    const list = receiver._fragments;
+    if (list !== this.#fragments && list.length === 0) receiver._fragments = this.#fragments = NO_FRAGMENTS.slice();
   }
 }
 
@@ -325,7 +361,7 @@ export function guardSocket(socket: Duplex, head: Buffer, cap: number): void {
   }
   socket.removeListener('data', reader);
   const guarded = socket as GuardedSocket;
-  guarded[READER] = new SocketReader(cap, socket);
+  guarded[READER] = new SocketReader(cap, socket, receiverOf(socket));
   socket.on('data', guardedRead);
   socket.prependListener('close', readTail);
   if (head.length > 0) guarded[READER].write(head);
