@@ -8,7 +8,7 @@
  * lost. The pool knows no kind of script: hosts send their kind's commands
  * and subscribe to their kind's events (protocol.ts).
  */
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../../runtime/platform/log';
 import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptSource } from '../../../runtime/lua/host-interface';
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
@@ -47,10 +47,12 @@ interface Lane {
   dead: boolean;
   matches: Set<string>;
   pending: Command[];
+  /** Ports travelling in the pending commands (a link between two lanes). */
+  transfer: MessagePort[];
   flushQueued: boolean;
   /** Requests posted to this lane and not yet answered, with the answer to give if the lane dies. */
   requests: Map<number, { resolve(a: Answer): void; lost: Answer }>;
-  post(commands: Command[]): void;
+  post(commands: Command[], transfer: MessagePort[]): void;
   terminate(): Promise<void>;
   /** Shut down on purpose (its worker's exit is not a loss). */
   isTerminated(): boolean;
@@ -113,6 +115,24 @@ export class ScriptPool {
     if (best === null) return false;
     best.matches.add(id);
     this.#byMatch.set(id, best);
+    return true;
+  }
+
+  /**
+   * A channel between the lanes holding `a` and `b`: each gets the command
+   * `make` builds around its end, at the end of this turn, and from then on
+   * they talk without the main thread (a world and its stripes, decision
+   * 0067). False, and nothing sent, when either holds no worker lane.
+   */
+  link(a: string, b: string, make: (port: MessagePort, id: string) => Command): boolean {
+    const laneA = this.#byMatch.get(a);
+    const laneB = this.#byMatch.get(b);
+    if (this.options.workers === 0 || !laneA || !laneB || laneA === laneB) return false;
+    const { port1, port2 } = new MessageChannel();
+    laneA.transfer.push(port1);
+    this.#soon(laneA, make(port1, a));
+    laneB.transfer.push(port2);
+    this.#soon(laneB, make(port2, b));
     return true;
   }
 
@@ -200,8 +220,10 @@ export class ScriptPool {
     lane.flushQueued = false;
     if (lane.pending.length === 0) return;
     const batch = lane.pending;
+    const transfer = lane.transfer;
     lane.pending = [];
-    lane.post(batch);
+    lane.transfer = [];
+    lane.post(batch, transfer);
   }
 
   #deliver(lane: Lane, events: LaneEvent[]): void {
@@ -223,7 +245,7 @@ export class ScriptPool {
   }
 
   #newLane(index: number, post: Lane['post'], terminate: Lane['terminate']): Lane {
-    return { index, dead: false, matches: new Set(), pending: [], flushQueued: false, requests: new Map(), post, terminate, isTerminated: () => false };
+    return { index, dead: false, matches: new Set(), pending: [], transfer: [], flushQueued: false, requests: new Map(), post, terminate, isTerminated: () => false };
   }
 
   /** `match_workers: 0`: the runner on this thread, still answering asynchronously. */
@@ -259,7 +281,7 @@ export class ScriptPool {
     let terminated = false;
     const lane: Lane = this.#newLane(
       index,
-      (commands) => (worker ??= this.#spawn(lane)).postMessage(commands),
+      (commands, transfer) => (worker ??= this.#spawn(lane)).postMessage(commands, transfer),
       async () => {
         terminated = true;
         await worker?.terminate();
@@ -330,6 +352,8 @@ export class ScriptPool {
     for (const r of lane.requests.values()) r.resolve(r.lost);
     lane.requests.clear();
     lane.pending = [];
+    for (const port of lane.transfer) port.close();
+    lane.transfer = [];
     // A worker that keeps dying at start (a broken install) is retried with a growing pause, not in a tight loop.
     const delay = livedMs < EARLY_DEATH_MS ? Math.min(10_000, (this.#restartDelay.get(lane.index) ?? 50) * 2) : 0;
     this.#restartDelay.set(lane.index, delay);

@@ -48,9 +48,11 @@ export type WorldCommand =
   | { kind: 'world'; op: 'close'; worldId: string }
   /** A vote the world asked for closed: it may ask for the next (worlds have no `vote_resolved` callback). */
   | { kind: 'world'; op: 'vote_resolved'; worldId: string }
-  /** To the lane running stripe `stripe` of the world, from its home lane. */
+  /** Either end of the link between a world's home lane and the lane of its stripe `stripe` (ScriptPool.link). */
+  | { kind: 'world'; op: 'stripe_link'; worldId: string; stripe: number; port: MessagePort }
+  /** To the lane running stripe `stripe` of the world, from its home lane over their link (`close` comes from the main thread). */
   | { kind: 'world'; op: 'stripe'; worldId: string; stripe: number; msg: ToStripe }
-  /** To the world's home lane, from the lane running stripe `stripe`. */
+  /** To the world's home lane over the link, from the lane running stripe `stripe`. */
   | { kind: 'world'; op: 'stripe_answer'; worldId: string; stripe: number; msg: FromStripe };
 
 /** A `game.<name>` call to the game directory's `rpc.lua` (served by the first lane). */
@@ -103,10 +105,6 @@ export type WorldEvent =
    * bytes of every zone delta it made (whoever watched them).
    */
   | { kind: 'world'; k: 'step'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] } | null; out: WorldOutput; phase: JsonObject | null }
-  /** For the lane running stripe `stripe` (the world host carries it there as a `stripe` command). */
-  | { kind: 'world'; k: 'to_stripe'; worldId: string; stripe: number; msg: ToStripe }
-  /** For the world's home lane (carried as a `stripe_answer` command). */
-  | { kind: 'world'; k: 'to_home'; worldId: string; stripe: number; msg: FromStripe }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { kind: 'world'; k: 'skipped'; worldId: string }
   | { kind: 'world'; k: 'vote'; worldId: string; config: VoteConfig & { vote_id: string } }

@@ -12,6 +12,7 @@ import type { IdSource } from '../../../runtime/platform/ids';
 import type { LogFields, LogLevel, Logger } from '../../../runtime/platform/log';
 import type { Budgets, FailureKind, ScriptBindings, ScriptSource } from '../../../runtime/lua/host-interface';
 import { getHeapStatistics } from 'node:v8';
+import type { MessagePort } from 'node:worker_threads';
 import { installHeapMeter } from '../../../runtime/lua/vm';
 import type { Answer, Command, LaneEvent, LaneKind } from './protocol';
 import { LaneShares } from './fair-share';
@@ -36,6 +37,12 @@ export interface RunnerOptions {
   failingTicksMax: number;
   /** This lane serves `rpc.lua` (one lane does, so its globals are shared by every caller). */
   rpc: boolean;
+  /**
+   * Runs what arrives on `port` as command batches of this lane, their events
+   * going to the main thread as any batch's: the end of a link to another
+   * lane (ScriptPool.link). Only worker lanes have it.
+   */
+  adopt?(port: MessagePort): void;
 }
 
 /** What a kind's handler gets from its lane. */

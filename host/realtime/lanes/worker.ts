@@ -84,11 +84,13 @@ const runner = new ScriptRunner(
     ids: uuidv7Source(),
     failingTicksMax: data.failingTicksMax,
     rpc: data.rpc,
+    adopt: (port) => void port.on('message', run),
   },
   LANE_KINDS,
 );
 
-parentPort!.on('message', (commands: Command[]) => {
+/** One batch, from the main thread or over a link from another lane; its events go to the main thread. */
+function run(commands: Command[]): void {
   const events = runner.run(commands);
   if (events.length > 0) parentPort!.postMessage(events);
   // Memory a script keeps between calls is not any one call's; the worker's
@@ -97,4 +99,6 @@ parentPort!.on('message', (commands: Command[]) => {
     parentPort!.postMessage([{ kind: 'lane', k: 'log', level: 'warn', event: 'script_worker_memory_exceeded', fields: { bytes: heapInUse(), limit: data.memoryBytes } }]);
     process.exit(MEMORY_EXIT_CODE);
   }
-});
+}
+
+parentPort!.on('message', run);

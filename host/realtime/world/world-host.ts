@@ -256,6 +256,11 @@ export class WorldHost implements LiveWorlds {
     for (let s = 1; s < wanted; s++) {
       const stripe = stripeId(id, s);
       if (!this.pool.assignApart(stripe, placed)) break;
+      // The world's two lanes talk over a channel of their own, not through this thread.
+      if (!this.pool.link(id, stripe, (port) => ({ kind: 'world', op: 'stripe_link', worldId: id, stripe: s, port }))) {
+        this.pool.release(stripe, { kind: 'world', op: 'stripe', worldId: id, stripe: s, msg: { t: 'close' } });
+        break;
+      }
       placed.push(stripe);
     }
     return placed.length;
@@ -496,10 +501,6 @@ export class WorldHost implements LiveWorlds {
       case 'vote':
         if (world.status === 'running') this.votes.open(this.#voting(world), e.config);
         return;
-      case 'to_stripe':
-        return this.pool.soon(stripeId(world.id, e.stripe), { kind: 'world', op: 'stripe', worldId: world.id, stripe: e.stripe, msg: e.msg });
-      case 'to_home':
-        return this.pool.soon(world.id, { kind: 'world', op: 'stripe_answer', worldId: world.id, stripe: e.stripe, msg: e.msg });
     }
   }
 

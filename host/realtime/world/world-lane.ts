@@ -8,6 +8,7 @@ import type { PoseManifest } from '../../../runtime/worlds/pose-datagram';
 import { parseVoteConfig } from '../../../runtime/votes/engine';
 import type { Answer, WorldCommand } from '../lanes/protocol';
 import type { LaneContext, LaneHandler } from '../lanes/runner';
+import type { MessagePort } from 'node:worker_threads';
 import { WorldRun, type TickSplit, type WorldRecovery } from './world-run';
 import { LaneStripe, stripeId, worldScriptOptions } from './zone-stripes';
 
@@ -19,6 +20,7 @@ interface LaneWorld {
   phase: string | null;
   /** Commands that came while a round was out to the world's other lanes, applied in order once it settled. */
   held: WorldCommand[];
+  stripes: number;
 }
 
 type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] };
@@ -27,6 +29,8 @@ export class WorldLane implements LaneHandler<WorldCommand> {
   readonly #worlds = new Map<string, LaneWorld>();
   /** Stripes of worlds whose home is another lane, by their pool id. */
   readonly #stripes = new Map<string, LaneStripe>();
+  /** Links between a world's home lane and a stripe's lane, by the stripe's pool id (this lane holds one end). */
+  readonly #links = new Map<string, MessagePort>();
 
   constructor(private readonly lane: LaneContext) {}
 
@@ -35,6 +39,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
   }
 
   apply(c: WorldCommand): void {
+    if (c.op === 'stripe_link') return this.#link(c.worldId, c.stripe, c.port);
     if (c.op === 'stripe') return this.#stripe(c.worldId, c.stripe, c.msg);
     if (c.op === 'stripe_answer') return this.#worlds.get(c.worldId)?.run.stripeAnswer(c.stripe, c.msg);
     const w = c.op === 'create' ? undefined : this.#worlds.get(c.worldId);
@@ -86,8 +91,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       case 'close': {
         const w = this.#worlds.get(c.worldId);
         if (!w) return;
-        w.run.close();
-        this.#worlds.delete(c.worldId);
+        this.#closeWorld(w);
         return this.#release(w);
       }
       case 'vote_resolved': {
@@ -97,6 +101,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       }
       case 'stripe':
       case 'stripe_answer':
+      case 'stripe_link':
         return;
     }
   }
@@ -108,6 +113,30 @@ export class WorldLane implements LaneHandler<WorldCommand> {
    */
   #release(w: LaneWorld): void {
     while (w.held.length > 0 && !(w.run.waiting && this.#worlds.get(w.run.worldId) === w)) this.#apply(w.held.shift()!);
+  }
+
+  #link(worldId: string, s: number, port: MessagePort): void {
+    if (!this.lane.adopt) return void port.close();
+    this.lane.adopt(port);
+    this.#links.set(stripeId(worldId, s), port);
+  }
+
+  /** Over the link to the other end: a one-command batch of that lane. */
+  #over(worldId: string, s: number, command: WorldCommand): void {
+    this.#links.get(stripeId(worldId, s))?.postMessage([command]);
+  }
+
+  #unlink(worldId: string, s: number): void {
+    const id = stripeId(worldId, s);
+    this.#links.get(id)?.close();
+    this.#links.delete(id);
+  }
+
+  #closeWorld(w: LaneWorld): void {
+    const worldId = w.run.worldId;
+    w.run.close();
+    this.#worlds.delete(worldId);
+    for (let s = 1; s < w.stripes; s++) this.#unlink(worldId, s);
   }
 
   /** A message for a stripe of a world whose home is another lane. */
@@ -123,10 +152,10 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     if (msg.t === 'close') {
       stripe.close();
       this.#stripes.delete(id);
-      return;
+      return this.#unlink(worldId, s);
     }
     const answer = stripe.handle(msg);
-    if (answer) this.lane.emit({ kind: 'world', k: 'to_home', worldId, stripe: s, msg: answer });
+    if (answer) this.#over(worldId, s, { kind: 'world', op: 'stripe_answer', worldId, stripe: s, msg: answer });
   }
 
   #create(worldId: string, mode: ModeInfo, seed: number, recovery: WorldRecovery | null, poses: PoseManifest | null, stripes: number): Answer {
@@ -138,12 +167,15 @@ export class WorldLane implements LaneHandler<WorldCommand> {
         seed,
         poses,
         stripes,
-        relay: (stripe, msg) => lane.emit({ kind: 'world', k: 'to_stripe', worldId, stripe, msg }),
+        relay: (stripe, msg) => this.#over(worldId, stripe, { kind: 'world', op: 'stripe', worldId, stripe, msg }),
       },
       recovery,
     );
-    if (!run) return { ok: false };
-    const world: LaneWorld = { run, voting: false, phase: null, held: [] };
+    if (!run) {
+      for (let s = 1; s < stripes; s++) this.#unlink(worldId, s);
+      return { ok: false };
+    }
+    const world: LaneWorld = { run, voting: false, phase: null, held: [], stripes };
     this.#worlds.set(worldId, world);
     this.#output(worldId, world, null);
     return { ok: true };
@@ -166,8 +198,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     const finished = w.run.finished;
     if (finished) {
       this.#output(worldId, w, null);
-      w.run.close();
-      this.#worlds.delete(worldId);
+      this.#closeWorld(w);
       return this.lane.emit({ kind: 'world', k: 'finished', worldId, result: finished });
     }
     const vote = w.run.takeVote();
@@ -197,5 +228,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     this.#worlds.clear();
     for (const stripe of this.#stripes.values()) stripe.close();
     this.#stripes.clear();
+    for (const port of this.#links.values()) port.close();
+    this.#links.clear();
   }
 }

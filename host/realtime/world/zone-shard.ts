@@ -3,8 +3,8 @@
  * effects waiting for their next step, and the services their scripts call.
  * A world on one lane has one shard, inside its WorldRun; a world spread over
  * several lanes has one on each (decision 0067): the run on the home lane
- * keeps the world VM and everything world-wide, and tells the others, through
- * the main thread, what to step, put and take (zone-stripes.ts).
+ * keeps the world VM and everything world-wide, and tells the others, over a
+ * channel between the lanes, what to step, put and take (zone-stripes.ts).
  *
  * A shard's step only produces: what the zones' scripts asked of the world
  * (spawns, despawns, effects for other zones, broadcasts) and which entities

@@ -3,8 +3,8 @@
  * The zones are cut into stripes along x, one per lane; stripe 0 is the home
  * lane's, where the WorldRun keeps the world VM, the players and what every
  * zone published. Every other stripe is a ZoneShard on its own lane, driven
- * by the messages below, which the main thread carries between the lanes
- * (the world host relays them as it relays everything else of a world).
+ * by the messages below over a channel between the two lanes (ScriptPool.link;
+ * the main thread carries none of them).
  *
  * A tick is two rounds: `step` (the stripe's queued puts, takes and inputs,
  * then its zones' steps; back come what the scripts asked of the world and
