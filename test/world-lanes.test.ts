@@ -24,6 +24,8 @@ import { registerPlayer, type Frame } from './support/ws-client';
  * - Players crossing the lane border, acks, resyncs, detach and rejoin.
  * - Effects reach handle_effects the next tick; post_tick, phases and votes;
  *   spawns into the far stripe; despawns across the border.
+ * - An edit's new template is spawnable from either stripe on the tick the
+ *   edit is taken.
  * - A persistent 2-lane world comes back with both stripes' entities.
  * - The replay property of world-wires (random inputs, refusals, crossings,
  *   spawns, both wires) on a 2-lane world.
@@ -839,18 +841,67 @@ function handle_input(player_id, input, entities)
 end
 `;
 
+/**
+ * Hot reload on a spread world: each version of the script declares one
+ * template of its own, `d<version>`, which a zone on each stripe spawns on
+ * every tick until it worked (writing how many tries it took). A zone of
+ * stripe 1 runs a long loop every tick, so the stripe's answer to each step
+ * comes late, as a busy lane's would.
+ */
+const RELOADER = (version: number) => `
+game_type = "world"
+match_size = 1
+max_players = 4
+tick_rate = 50
+grid_size = 4
+zone_size = 100
+view_radius = 5
+broadcast_interval = 1
+lazy_zones = false
+empty_grace_ms = 200
+
+VERSION = ${version}
+
+function spawn_templates(config) return { ["d${version}"] = { type = "dragon", version = ${version} } } end
+function init(config) return {} end
+function join(player_id, state) return state end
+function leave(player_id, state) return state end
+function spawn_position(player_id, state) return { x = 50, y = 50 } end
+function post_tick(tick, state) return state end
+function on_zone_loaded(cx, cy, state) return { cx = cx, cy = cy } end
+function zone_tick(entities, zs)
+  if zs.cx == 3 and zs.cy == 3 then for i = 1, 800000 do end end
+  if zs.cy == 0 and (zs.cx == 0 or zs.cx == 3) then
+    local id = "flag-" .. zs.cx
+    local f = entities[id] or { type = "flag", x = zs.cx * 100 + 50, y = 50, ok = 0, tries = 0 }
+    entities[id] = f
+    if f.ok ~= VERSION then
+      f.tries = f.tries + 1
+      if game.zone.spawn("d" .. VERSION, zs.cx * 100 + 20, 320) then
+        f.ok = VERSION
+        f.took = f.tries
+        f.tries = 0
+      end
+    end
+  end
+  return entities, zs
+end
+function handle_input(player_id, input, entities) return entities end
+`;
+
 let two: TestServer;
 let one: TestServer;
 let game: ReturnType<typeof gameDir>;
 
 beforeAll(async () => {
   game = gameDir({
-    'config.lua': `return { ${VARIANTS.map((_, i) => `lanes_${i} = "lanes_${i}.lua", `).join('')}crossers = "crossers.lua", finisher = "finisher.lua", keeper = "keeper.lua", wires = "wires.lua" }`,
+    'config.lua': `return { ${VARIANTS.map((_, i) => `lanes_${i} = "lanes_${i}.lua", `).join('')}crossers = "crossers.lua", finisher = "finisher.lua", keeper = "keeper.lua", wires = "wires.lua", reloader = "reloader.lua" }`,
     ...Object.fromEntries(VARIANTS.map((v, i) => [`lanes_${i}.lua`, lanesScript(v)])),
     'crossers.lua': CROSSERS,
     'finisher.lua': FINISHER,
     'keeper.lua': KEEPER,
     'wires.lua': WIRES,
+    'reloader.lua': RELOADER(1),
   });
   [two, one] = await Promise.all([startTestServer(TWO_LANES, { gameDir: game.dir }), startTestServer(ONE_LANE, { gameDir: game.dir })]);
 });
@@ -1106,6 +1157,32 @@ describe('world-level callbacks, effects and spawns on a 2-lane world', () => {
     }
     // The ones from the far corners stay.
     expect(c.removals.filter((x) => crates.some((e) => e.id === x.id && e.fields.from !== '1,3'))).toEqual([]);
+    c.close();
+  });
+});
+
+describe('hot reload on a 2-lane world', () => {
+  it('a template an edit adds is spawnable on the tick the edit is taken, from zones of either stripe, edit after edit', { timeout: 40_000 }, async () => {
+    const c = await LaneClient.connect(two, 'reloader');
+    const created = await c.request('world.create', { mode: 'reloader' });
+    expect(created.type, JSON.stringify(created)).toBe('world.joined');
+    const flag = (x: number) => c.find(`flag-${x}`)?.fields;
+    await until('both flags at version 1', () => flag(0)?.ok === 1 && flag(3)?.ok === 1);
+    await sleep(300);
+    const LAST = 8;
+    for (let v = 2; v <= LAST; v++) {
+      game.write('reloader.lua', RELOADER(v));
+      // Long enough for a version's spawn to go through, whenever in a tick the edit lands.
+      await sleep(350 + Math.floor(Math.random() * 100));
+    }
+    await until(`both flags at version ${LAST}`, () => flag(0)?.ok === LAST && flag(3)?.ok === LAST, 5000).catch(() => {});
+    // Every version's template was spawnable on the first tick that ran the version's code: one try each, and a dragon of each.
+    const oks = (x: number) => c.updates.filter((u) => u.id === `flag-${x}` && typeof u.fields.ok === 'number').map((u) => `${u.fields.ok}:${u.fields.took ?? 1}`);
+    const expected = Array.from({ length: LAST - 1 }, (_, i) => `${i + 2}:1`);
+    expect({ stripe0: oks(0), stripe1: oks(3) }).toEqual({ stripe0: expected, stripe1: expected });
+    const dragons = c.adds.filter((e) => e.fields.type === 'dragon').map((e) => `${e.zone}:${e.fields.version}`);
+    for (let v = 2; v <= LAST; v++) expect(dragons, `version ${v}`).toEqual(expect.arrayContaining([`0,3:${v}`, `3,3:${v}`]));
+    expect(c.problems).toEqual([]);
     c.close();
   });
 });

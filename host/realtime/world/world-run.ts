@@ -500,6 +500,11 @@ export class WorldRun {
     let at = performance.now();
     split.crossing += at - t;
     t = at;
+    // A spread world's tick spans turns of the lane: an edit taken by post_tick is taken here first, templates with it.
+    if (this.#vm.reloadIfStale()) {
+      this.#readTemplates();
+      this.#templatesChanged = true;
+    }
     const post = this.#vm.postTick(round.tick);
     if (post.finished) {
       this.#finished = post.finished.result;
