@@ -55,8 +55,7 @@ export function chatBindings(ctx: Ctx): { send: ScriptBinding } {
       return false;
     }
     pending++;
-    // The group commit takes messages in call order, so a channel's are stored (and delivered) in the order the scripts sent them
-    // (on a `dm:` channel each first waits for its block read, which a pooled database may answer out of order).
+    // A channel's messages are stored and delivered in the order the scripts sent them (postMessage keeps the order).
     void postMessage(ctx, { channel, senderId, content })
       .catch((err: unknown) => {
         if (isForeignKeyViolation(err)) {

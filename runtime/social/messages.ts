@@ -55,15 +55,46 @@ export function contentProblem(channel: Channel, content: string): ApiError | nu
 export async function postMessage(ctx: Ctx, message: Omit<NewChatMessage, 'recipientId'>): Promise<void> {
   const problem = contentProblem(message.channel, message.content);
   if (problem) throw problem;
-  await requireUnblocked(ctx.db, message.channel);
-  const stamped = stampChatMessage(ctx, { ...message, recipientId: recipientOf(message.channel, message.senderId) });
-  // Both start now, so the group commit still takes messages in call order.
-  const [hidden] = await Promise.all([
-    message.channel.kind === 'dm' ? [] : blockPartners(ctx.db, message.senderId),
-    ctx.live.chat.persist ? ctx.live.chat.persist(stamped) : insertChatMessages(ctx.db, [stamped]),
-  ]);
-  const push: ChatDelivery = hidden.length > 0 ? { ...chatPush(stamped), hidden_from: hidden } : chatPush(stamped);
-  await afterCommit(ctx, { kind: 'message_stored', push, recipientId: stamped.recipientId ?? null });
+  const turn = deliveryTurn(ctx, message.channel.id);
+  try {
+    await requireUnblocked(ctx.db, message.channel);
+    const stamped = stampChatMessage(ctx, { ...message, recipientId: recipientOf(message.channel, message.senderId) });
+    // Both start now, so the group commit still takes messages in call order.
+    const [hidden] = await Promise.all([
+      message.channel.kind === 'dm' ? [] : blockPartners(ctx.db, message.senderId),
+      ctx.live.chat.persist ? ctx.live.chat.persist(stamped) : insertChatMessages(ctx.db, [stamped]),
+    ]);
+    const push: ChatDelivery = hidden.length > 0 ? { ...chatPush(stamped), hidden_from: hidden } : chatPush(stamped);
+    await turn.previous;
+    await afterCommit(ctx, { kind: 'message_stored', push, recipientId: stamped.recipientId ?? null });
+  } finally {
+    turn.done();
+  }
+}
+
+/** Each node's channels' last delivery still to come, by channel id. */
+const deliveries = new WeakMap<Ctx, Map<string, Promise<void>>>();
+
+/**
+ * A message's place in its channel's deliveries: its members hear it after
+ * every message posted before it on this node, whichever of the messages'
+ * database reads (the block checks) a pooled database answers first. Only
+ * the delivery waits; the reads and the store run side by side.
+ */
+function deliveryTurn(ctx: Ctx, channelId: string): { previous: Promise<void>; done(): void } {
+  let channels = deliveries.get(ctx);
+  if (!channels) deliveries.set(ctx, (channels = new Map()));
+  const previous = channels.get(channelId) ?? Promise.resolve();
+  let done!: () => void;
+  const mine = new Promise<void>((resolve) => (done = resolve));
+  channels.set(channelId, mine);
+  return {
+    previous,
+    done: () => {
+      done();
+      if (channels.get(channelId) === mine) channels.delete(channelId);
+    },
+  };
 }
 
 /** The other participant when a participant writes on a `dm:` channel (a script may write there as anyone). */
