@@ -259,8 +259,8 @@ const rawSchema = z
     /** Worker threads for match and RPC scripts; unset: cores − 1, at least 1; 0 runs them on the main thread. */
     match_workers: z.number().int().min(0).max(256).optional(),
     /**
-     * Script lanes one world's zones spread over, in stripes along x (decision 0067); unset: every lane.
-     * 1 keeps each world on one lane.
+     * Script lanes one world's zones spread over, in stripes along x (decision 0067); unset: every lane,
+     * but no stripe narrower than four columns. 1 keeps each world on one lane.
      */
     world_lanes: z.number().int().min(1).max(256).optional(),
     /**

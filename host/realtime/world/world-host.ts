@@ -35,6 +35,8 @@ import { stripeId, worldOfStripe } from './zone-stripes';
 const FINISHED_LINGER_MS = 5000;
 /** Listings are rebuilt at most this often. */
 const LIST_CACHE_MS = 500;
+/** Unless `world_lanes` says otherwise, a world's stripes are at least this many columns wide. */
+const MIN_STRIPE_COLUMNS = 4;
 
 const LOST_JOIN: JoinResult = { ok: false, refused: false, kind: 'error', message: 'worker_lost' };
 
@@ -245,13 +247,16 @@ export class WorldHost implements LiveWorlds {
   }
 
   /**
-   * Lanes for the world's stripes besides its home (decision 0067): as many
-   * as `world_lanes` asks (unset: every lane), no more than the grid has
-   * columns, each on a lane of its own.
+   * Lanes for the world's stripes besides its home (decision 0067), each on a
+   * lane of its own: as many as `world_lanes` asks, no more than the grid has
+   * columns; unset, every lane but no stripe narrower than four columns (a
+   * small world pays more for the rounds between lanes than it gains).
    */
   #placeStripes(id: string, mode: ModeInfo): number {
     if (this.pool.workers === 0) return 1;
-    const wanted = Math.min(this.ctx.settings.world_lanes ?? this.pool.lanes, this.pool.lanes, mode.world!.grid_size);
+    const columns = mode.world!.grid_size;
+    const asked = this.ctx.settings.world_lanes ?? Math.max(1, Math.floor(columns / MIN_STRIPE_COLUMNS));
+    const wanted = Math.min(asked, this.pool.lanes, columns);
     const placed = [id];
     for (let s = 1; s < wanted; s++) {
       const stripe = stripeId(id, s);
