@@ -15,7 +15,7 @@ import { TerrainStore, terrainProvider } from './terrain';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import { encodeWorldTick, ZoneSlots, type FieldInput, type WireRecord } from '../../../runtime/worlds/binary-wire';
 import { axialTurn, encodePoseDatagrams, type PoseManifest, type PoseRecord } from '../../../runtime/worlds/pose-datagram';
-import { coordsOf, keyOf, ZoneShard, type SpawnTemplate, type Stray, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
+import { broadcastText, coordsOf, keyOf, vmServices, ZoneShard, type SpawnTemplate, type Stray, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
 import { recordingSink, replayRecords, stripeColumns, stripeOf, type ForeignZone, type FromStripe, type StripeOp, type ToStripe, type ZoneRecords } from './zone-stripes';
 
 /** The periodic `world.phase_changed` (no `world_id`) comes about this often. */
@@ -260,13 +260,7 @@ export class WorldRun {
     // The world VM's services reach the run, which needs the VM to exist first.
     const ref: { run: WorldRun | null } = { run: null };
     const services: WorldServices = {
-      log: options.log.child({ world_id: options.worldId }),
-      limits: options.limits,
-      clock: { now: () => Date.now() },
-      ids: options.ids,
-      bindings: options.bindings,
-      send: options.send,
-      ...(options.failed ? { failed: options.failed } : {}),
+      ...vmServices(options, { world_id: options.worldId }),
       broadcast: (leaf, payload) => {
         if (ref.run) ref.run.#broadcast(leaf, payload);
       },
@@ -537,14 +531,14 @@ export class WorldRun {
     const round = this.#round as Extract<Round, { round: 'publish' }>;
     const t0 = performance.now();
     this.#broadcastDeltas(round.tick, round.records);
-    this.#settle(t0, round.now);
+    this.#settle(t0);
   }
 
   /** The tick is over: idle zones stop (when it was not the world's last), and whoever waits hears it. */
-  #settle(t0: number, now?: number): void {
+  #settle(t0: number): void {
     const round = this.#round as Extract<Round, { round: 'step' | 'publish' }>;
     this.#round = null;
-    if (!this.#finished) this.#stopIdleZones(now ?? round.now);
+    if (!this.#finished) this.#stopIdleZones(round.now);
     this.#laneMs[0]! += performance.now() - t0;
     round.done();
   }
@@ -594,8 +588,10 @@ export class WorldRun {
         if (player && (!this.#o.limits.take('rehome', `p:${id}`).ok || !this.#o.limits.take('rehome_global', 'node').ok)) continue;
         const target = this.#ensureZone(key);
         if (!target) continue;
-        // A zone on another lane sent the stray's fields with it; nothing of that zone ran since.
-        const moving = zone.stripe === 0 ? this.#take(zone, id) : entity ? (this.#take(zone, id), entity) : null;
+        // A zone on another lane sent the stray's fields with it (nothing of that zone ran since); this lane's are taken now.
+        if (zone.stripe !== 0 && entity === undefined) continue;
+        const taken = this.#take(zone, id);
+        const moving = zone.stripe === 0 ? taken : entity!;
         if (!moving) continue;
         this.#put(target, id, moving, player !== undefined);
         if (player) {
@@ -977,7 +973,7 @@ export class WorldRun {
   }
 
   #broadcast(leaf: string, payload: JsonObject): void {
-    this.#out.sends.push([`{"type":${JSON.stringify(`world.${leaf}`)},"payload":${JSON.stringify(payload)}}`, null]);
+    this.#out.sends.push([broadcastText(leaf, payload), null]);
   }
 
   #toAll(text: string): void {

@@ -14,7 +14,7 @@
  */
 import type { RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
-import type { Logger } from '../../../runtime/platform/log';
+import type { LogFields, Logger } from '../../../runtime/platform/log';
 import type { Budgets, FailureKind, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptServices, ScriptSource, TerrainAccess, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
 import { lua } from '../../../runtime/lua/vm';
 import type { EntitySink, JsonRecord } from '../../../runtime/lua/marshal';
@@ -316,15 +316,9 @@ export class ZoneShard {
       mirrors: () => this.#mirrors(key),
     };
     return {
-      log: o.log.child({ world_id: o.worldId, zone: `${x},${y}` }),
-      limits: o.limits,
-      clock: { now: () => Date.now() },
-      ids: o.ids,
-      bindings: o.bindings,
-      send: o.send,
-      ...(o.failed ? { failed: o.failed } : {}),
+      ...vmServices(o, { world_id: o.worldId, zone: `${x},${y}` }),
       ...(o.scriptError ? { scriptError: o.scriptError } : {}),
-      broadcast: (leaf, payload) => void zoneOut()?.sends.push(`{"type":${JSON.stringify(`world.${leaf}`)},"payload":${JSON.stringify(payload)}}`),
+      broadcast: (leaf, payload) => void zoneOut()?.sends.push(broadcastText(leaf, payload)),
       terrain: o.terrain,
       spawn: (template, sx, sy, overrides) => {
         const t = view.templates()[template];
@@ -383,6 +377,24 @@ export class ZoneShard {
     this.#mirrorLists.set(key, { epoch: view.epoch(), list: out });
     return out;
   }
+}
+
+/** What every VM of a world gets from its options, whichever VM it is; its log lines carry `fields`. */
+export function vmServices(o: WorldScriptOptions, fields: LogFields): Pick<ScriptServices, 'log' | 'limits' | 'clock' | 'ids' | 'bindings' | 'send' | 'failed'> {
+  return {
+    log: o.log.child(fields),
+    limits: o.limits,
+    clock: { now: () => Date.now() },
+    ids: o.ids,
+    bindings: o.bindings,
+    send: o.send,
+    ...(o.failed ? { failed: o.failed } : {}),
+  };
+}
+
+/** A `world.<leaf>` frame for everyone in the world (`game.broadcast` from any of its VMs). */
+export function broadcastText(leaf: string, payload: JsonObject): string {
+  return `{"type":${JSON.stringify(`world.${leaf}`)},"payload":${JSON.stringify(payload)}}`;
 }
 
 function outOf(zone: ShardZone): ZoneStepOut {
