@@ -139,6 +139,42 @@ describe.skipIf(!url)('database outages (PostgreSQL server)', () => {
     await expectNothingLost(n, stats);
   }, 40_000);
 
+  it('answers messages queued behind a timed-out store within one deadline, not two', async () => {
+    const n = await node({ statementTimeoutMs: 800 });
+    // Three senders: one socket answers its frames in order, so queueing takes separate sockets.
+    const senders = await Promise.all([connectPlayer(n.s), connectPlayer(n.s), connectPlayer(n.s)]);
+    cleanups.push(async () => senders.forEach((p) => p.socket.close()));
+    const locker = await admin();
+    await locker.query('begin');
+    await locker.query(`lock table ${n.schema}.chat_messages in access exclusive mode`);
+    const send = async (sender: (typeof senders)[number], content: string) => {
+      const started = Date.now();
+      const frame = await sender.socket.request('dm.send', { recipient_id: n.b.player_id, content });
+      return { frame, ms: Date.now() - started };
+    };
+    try {
+      // The first message's store waits on the lock; the next two queue behind it.
+      const first = send(senders[0]!, 'first');
+      await sleep(300);
+      const queued = await Promise.all([send(senders[1]!, 'second'), send(senders[2]!, 'third')]);
+      expectErrorFrame((await first).frame, 'database_timeout', 'ws.request_failed');
+      for (const q of queued) {
+        expectErrorFrame(q.frame, 'database_timeout', 'ws.request_failed');
+        // Sent 300 ms into the first store's 800 ms: answered when it fails, where a second
+        // batch would have held them a further 800 ms against the lock.
+        expect(q.ms, 'a queued message waited out a second deadline').toBeLessThan(1100);
+      }
+    } finally {
+      await locker.query('rollback');
+    }
+    const after = await send(senders[1]!, 'after');
+    expect(after.frame.type, JSON.stringify(after.frame)).toBe('dm.sent');
+    for (const [i, sender] of senders.entries()) {
+      const stored = await n.s.call('GET', `/api/v1/dm/${n.b.player_id}/history`, { token: sender.token });
+      expect(stored.body.messages.map((m: { content: string }) => m.content)).toEqual(i === 1 ? ['after'] : []);
+    }
+  });
+
   it('answers 503 database_timeout when a lock holds a read past the statement timeout, and stays ready', async () => {
     const n = await node({ statementTimeoutMs: 800 });
     const ws = await connectPlayer(n.s);

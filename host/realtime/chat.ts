@@ -269,8 +269,16 @@ export class ChatHost implements LiveChat {
         for (const b of batch) b.done();
       } catch (err) {
         // A lost database fails every row alike; retrying them one by one would only wait out the outage again.
-        if (batch.length === 1 || databaseFault(err)) this.#failed(batch, err);
+        const fault = databaseFault(err);
+        if (batch.length === 1 || fault) this.#failed(batch, err);
         else for (const b of batch) await this.#insertAlone(b);
+        // What queued behind a batch that timed out has waited one full deadline already; a
+        // second batch would make its senders wait out another before hearing 503.
+        if (fault === 'database_timeout' && this.#pending.length > 0) {
+          const waited = this.#pending;
+          this.#pending = [];
+          this.#failed(waited, err);
+        }
       }
     }
     this.#writing = false;
