@@ -2,7 +2,7 @@
  * The main thread's side of the script lanes (docs/decisions/0020): match
  * VMs and the RPC VM run in `match_workers` worker threads, so no script can
  * hold up sockets, HTTP or the tick wheel. Commands to a lane are batched
- * and posted once per wheel slot; what awaits an answer (a create, a join,
+ * and posted after a wheel slot that ticked something on it; what awaits an answer (a create, a join,
  * an RPC call) goes at the end of the current event-loop turn. A worker that
  * dies is replaced at once and the matches and worlds it held are reported
  * lost. The pool knows no kind of script: hosts send their kind's commands
@@ -16,6 +16,7 @@ import type { IdSource } from '../../../runtime/platform/ids';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
 import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type EventOf, type LaneEvent, type WorkerData } from './protocol';
 import { ScriptRunner, type LaneKinds, type RunnerOptions } from './runner';
+import { TICK_MS } from './tick-wheel';
 
 export interface PoolOptions {
   /** Worker threads; 0 runs the scripts on the main thread. */
@@ -50,6 +51,10 @@ interface Lane {
   /** Ports travelling in the pending commands (a link between two lanes). */
   transfer: MessagePort[];
   flushQueued: boolean;
+  /** A tick waits in `pending`: the lane's batch goes out after this slot. */
+  ticking: boolean;
+  /** When `pending` last went from empty to not (Date.now()): what waits a whole turn goes whether a tick came or not. */
+  pendingSince: number;
   /** Requests posted to this lane and not yet answered, with the answer to give if the lane dies. */
   requests: Map<number, { resolve(a: Answer): void; lost: Answer }>;
   post(commands: Command[], transfer: MessagePort[]): void;
@@ -167,9 +172,17 @@ export class ScriptPool {
     this.#soon(this.#byMatch.get(id), command);
   }
 
-  /** Goes with the next slot's batch: inputs and ticks wait for the wheel anyway. */
+  /**
+   * Goes with the lane's next batch that carries a tick: an input matters
+   * only to the tick after it, so inputs alone do not wake a worker
+   * (decision 0069). A tick goes out after the wheel's slot.
+   */
   queue(id: string, command: Command): void {
-    this.#byMatch.get(id)?.pending.push(command);
+    const lane = this.#byMatch.get(id);
+    if (!lane) return;
+    if (lane.pending.length === 0) lane.pendingSince = Date.now();
+    lane.pending.push(command);
+    if (command.op === 'tick') lane.ticking = true;
   }
 
   /** The match or world is over on the main thread: `close` tells its lane to drop its VMs. */
@@ -181,9 +194,13 @@ export class ScriptPool {
     this.#soon(lane, close);
   }
 
-  /** Posts every lane's batch (the wheel calls this once per slot). */
+  /** Posts the batches that carry a tick, and any that waited a whole turn (the wheel calls this after each slot it passes). */
   flush(): void {
-    for (const lane of this.#lanes) this.#flush(lane);
+    let stale = 0;
+    for (const lane of this.#lanes) {
+      if (lane.ticking) this.#flush(lane);
+      else if (lane.pending.length > 0 && lane.pendingSince <= (stale ||= Date.now() - TICK_MS)) this.#flush(lane);
+    }
   }
 
   async close(): Promise<void> {
@@ -218,6 +235,7 @@ export class ScriptPool {
 
   #flush(lane: Lane): void {
     lane.flushQueued = false;
+    lane.ticking = false;
     if (lane.pending.length === 0) return;
     const batch = lane.pending;
     const transfer = lane.transfer;
@@ -245,7 +263,7 @@ export class ScriptPool {
   }
 
   #newLane(index: number, post: Lane['post'], terminate: Lane['terminate']): Lane {
-    return { index, dead: false, matches: new Set(), pending: [], transfer: [], flushQueued: false, requests: new Map(), post, terminate, isTerminated: () => false };
+    return { index, dead: false, matches: new Set(), pending: [], transfer: [], flushQueued: false, ticking: false, pendingSince: 0, requests: new Map(), post, terminate, isTerminated: () => false };
   }
 
   /** `match_workers: 0`: the runner on this thread, still answering asynchronously. */

@@ -1,8 +1,9 @@
 /**
  * What crosses between the main thread and a script lane (a worker thread,
  * or the main thread itself with `match_workers: 0`). The main thread sends
- * commands in batches, one batch per lane per wheel slot (requests that
- * someone awaits go at once); the lane answers each batch with one list of
+ * commands in batches, one batch per lane after each wheel slot that ticked
+ * something on it, the inputs waiting for it (requests that someone awaits
+ * go at once); the lane answers each batch with one list of
  * events in the order the scripts caused them.
  *
  * Every command and event carries the `kind` of script it concerns. The
