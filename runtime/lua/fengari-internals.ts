@@ -710,13 +710,35 @@ function tableText(t: Table, depth: number): string {
   for (let i = 0; i < depth; i++) if (ancestors[i] === t) throw cycleError();
   ancestors[depth] = t;
 
-  // Shape first: an array when the kept keys are exactly the integers 1..n,
-  // else an object; `plain` when every key is a string JS keeps in order.
+  // Most tables a script sends are records with plain string keys (views,
+  // payloads): written in one pass over the entries. The first key of any
+  // other kind hands the table to the pass that works out its shape.
+  const next = depth + 1;
+  let out = '{';
+  let keys = false;
+  for (let e = t.f; e !== undefined; e = e.n) {
+    const type = e.key.type;
+    if (type === T_SHRSTR || type === T_LNGSTR) {
+      const key = stringText((e.key.value as TString).realstring);
+      if (!key.plainKey) return shapedTableText(t, depth);
+      keys = true;
+      const v = valueText(e.value, next);
+      if (v === undefined) continue;
+      out += (out.length === 1 ? '' : ',') + key.quoted + ':' + v;
+    } else if (type === T_NUMINT || type === T_NUMFLT || type === T_BOOLEAN) {
+      return shapedTableText(t, depth);
+    }
+    // Other keys are dropped and do not count.
+  }
+  return keys ? out + '}' : emptyTableText(depth);
+}
+
+/** A table with a key other than a plain string: an array when the kept keys are exactly 1..n, else an object in JSON.stringify's key order. */
+function shapedTableText(t: Table, depth: number): string {
   let n = 0;
   let ints = 0;
   let min = Infinity;
   let max = -Infinity;
-  let plain = true;
   for (let e = t.f; e !== undefined; e = e.n) {
     const k = e.key;
     switch (k.type) {
@@ -725,23 +747,17 @@ function tableText(t: Table, depth: number): string {
         ints++;
         if (k.value < min) min = k.value;
         if (k.value > max) max = k.value;
-        plain = false;
         break;
       case T_SHRSTR:
       case T_LNGSTR:
-        n++;
-        if (!stringText((k.value as TString).realstring).plainKey) plain = false;
-        break;
       case T_NUMFLT:
       case T_BOOLEAN:
         n++;
-        plain = false;
         break;
       default:
       // Other keys are dropped and do not count.
     }
   }
-  if (n === 0) return emptyTableText(depth);
   const next = depth + 1;
 
   if (ints === n && min >= 1 && max <= n) {
@@ -751,18 +767,6 @@ function tableText(t: Table, depth: number): string {
       out += (i === 1 ? '' : ',') + (v === undefined ? 'null' : v);
     }
     return out + ']';
-  }
-
-  if (plain) {
-    let out = '{';
-    for (let e = t.f; e !== undefined; e = e.n) {
-      const type = e.key.type;
-      if (type !== T_SHRSTR && type !== T_LNGSTR) continue;
-      const v = valueText(e.value, next);
-      if (v === undefined) continue;
-      out += (out.length === 1 ? '' : ',') + stringText((e.key.value as TString).realstring).quoted + ':' + v;
-    }
-    return out + '}';
   }
 
   const fields: Record<string, string> = {};
