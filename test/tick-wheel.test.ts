@@ -35,6 +35,17 @@ describe('tick wheel', () => {
     expect(passes).toBeGreaterThanOrEqual(100);
   });
 
+  it('spreads matches over every slot when its ticks run on the main thread (grid 1)', () => {
+    const wheel = new TickWheel(() => Date.now(), () => {}, 1);
+    const matches = Array.from({ length: 30 }, () => ticker(100));
+    for (const m of matches) wheel.add(m.item);
+    vi.advanceTimersByTime(300);
+    wheel.close();
+    const slots = new Set(matches.map((m) => (m.dues[0]! - T0 - 1) % 100));
+    expect(slots.size).toBe(15);
+    expect([...slots].some((slot) => slot % TickWheel.GRID !== 0)).toBe(true);
+  });
+
   it('keeps periods off the grid exact, on a wheel whose timer skips empty slots', () => {
     const wheel = new TickWheel(() => Date.now(), () => {});
     const match = ticker(100);

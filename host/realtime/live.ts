@@ -116,7 +116,7 @@ export class LiveHost implements LiveState {
     });
     // The lanes' one clock: matches and worlds tick on it, and each slot's batch goes out after the slot.
     // Real time, not ctx.clock: the wheel schedules real timers, and lanes measure lateness against it.
-    const wheel = new TickWheel(() => Date.now(), () => pool.flush());
+    const wheel = new TickWheel(() => Date.now(), () => pool.flush(), pool.workers > 0 ? TickWheel.GRID : 1);
     const matches = new MatchHost(ctx, gateway.sessions, game, pool, wheel);
     const matchmaker = new Matchmaker(ctx, gateway.sessions, matches);
     const rpc = new RpcRegistry(ctx, datagrams?.methods() ?? null);

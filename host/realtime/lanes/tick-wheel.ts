@@ -36,10 +36,11 @@ export interface WheelPlace {
  * ticks when the wheel passes it, so a thousand matches cost one timer; an
  * item whose period is not one turn moves to the slot of its next tick
  * after each tick (a shorter period ticks several times a turn, a longer one
- * sits out the passes before it is due). An item whose period is a whole
- * number of GRID slots (a match's 100 ms, a world's 50) lives only on slots
- * that are multiples of GRID, so the items of a turn share a fifth of its
- * slots and each lane's batch carries five times as many ticks. The timer
+ * sits out the passes before it is due). With worker lanes, an item whose
+ * period is a whole number of GRID slots (a match's 100 ms, a world's 50)
+ * lives only on slots that are multiples of GRID, so the items of a turn
+ * share a fifth of its slots and each lane's batch carries five times as
+ * many ticks. The timer
  * wakes only for slots that hold something. The wheel passes one slot per
  * event-loop turn, so sockets and HTTP are served between slots however far
  * behind it is; behind by a whole turn, it drops the missed passes (every
@@ -67,6 +68,12 @@ export class TickWheel {
     private readonly now: () => number,
     /** After each slot: the batch of that slot goes out. */
     private readonly afterSlot: () => void,
+    /**
+     * TickWheel.GRID when the ticks run on worker lanes; 1 (every slot) when
+     * they run on the main thread, where a slot's ticks hold up sockets and
+     * HTTP while they run, so they are spread as finely as the wheel allows.
+     */
+    private readonly grid: number = TickWheel.GRID,
   ) {}
 
   /**
@@ -81,7 +88,7 @@ export class TickWheel {
     if (this.#count++ === 0) this.#start();
     else this.#catchUp();
     const slots = Math.max(1, Math.ceil(item.period / TickWheel.SLOT_MS));
-    const step = slots % TickWheel.GRID === 0 ? TickWheel.GRID : 1;
+    const step = slots % this.grid === 0 ? this.grid : 1;
     let least = Infinity;
     for (let i = 0; i < TickWheel.SLOTS; i += step) least = Math.min(least, this.#slots[i]!.size);
     let chosen = this.#cursor;
