@@ -35,7 +35,7 @@
 import fengari from 'fengari';
 import lobject from 'fengari/src/lobject.js';
 import type { Logger } from '../platform/log';
-import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText } from './json-text';
+import { MAX_DEPTH, MarshalError, TOO_DEEP, cycleError, emptyTableText, jsString, mixedObjectText, stringText, type StringText } from './json-text';
 
 /** The fengari release the speed internals were read against and tested on. */
 export const WRITTEN_FOR = '0.1.5';
@@ -695,7 +695,7 @@ function valueText(tv: TValue, depth: number): string | undefined {
       return Number.isFinite(tv.value) ? '' + tv.value : 'null';
     case T_SHRSTR:
     case T_LNGSTR:
-      return stringText((tv.value as TString).realstring).quoted;
+      return luaStringText(tv.value as TString).quoted;
     case T_BOOLEAN:
       return tv.value ? 'true' : 'false';
     case T_TABLE:
@@ -703,6 +703,15 @@ function valueText(tv: TValue, depth: number): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** A Lua string's JSON text, kept on the string itself (a property read, where the shared cache is a WeakMap lookup), for short strings. */
+function luaStringText(ts: TString & { json?: StringText }): StringText {
+  const cached = ts.json;
+  if (cached !== undefined) return cached;
+  const text = stringText(ts.realstring);
+  if (ts.realstring.length <= 64) ts.json = text;
+  return text;
 }
 
 function tableText(t: Table, depth: number): string {
@@ -719,7 +728,7 @@ function tableText(t: Table, depth: number): string {
   for (let e = t.f; e !== undefined; e = e.n) {
     const type = e.key.type;
     if (type === T_SHRSTR || type === T_LNGSTR) {
-      const key = stringText((e.key.value as TString).realstring);
+      const key = luaStringText(e.key.value as TString);
       if (!key.plainKey) return shapedTableText(t, depth);
       keys = true;
       const v = valueText(e.value, next);
