@@ -8,7 +8,7 @@
 // their IPC channel closes (a host started without one stays: stop it in a
 // finally).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -51,6 +51,14 @@ export async function freePort(): Promise<number> {
 const extraFlags = process.env.SVC_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
 // SVC_BENCH_ECHO=1 passes every child's output through (e.g. with `--trace-gc` in the flags above).
 const echoAll = process.env.SVC_BENCH_ECHO === '1';
+
+/** utime + stime of a /proc stat file (a process's or one thread's), in ms. */
+function statCpuMs(file: string): number {
+  const stat = readFileSync(file, 'utf8');
+  // Fields after the command name, which may itself hold spaces: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond();
+}
 
 // Kernel clock ticks per second: /proc reports CPU time in them.
 let clockTicks = 0;
@@ -286,10 +294,20 @@ export class Child {
    * a busy child answers without queueing behind its own work.
    */
   cpuMs(): number {
-    const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
-    // Fields after the command name, which may itself hold spaces: utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond();
+    return statCpuMs(`/proc/${this.pid}/stat`);
+  }
+
+  /** CPU time each thread has used so far, in ms, by thread id (the main thread's id is the pid). */
+  threadCpuMs(): Map<number, number> {
+    const out = new Map<number, number>();
+    for (const tid of readdirSync(`/proc/${this.pid}/task`)) {
+      try {
+        out.set(Number(tid), statCpuMs(`/proc/${this.pid}/task/${tid}/stat`));
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+    return out;
   }
 
   /** Resident set size now, in bytes. */

@@ -19,7 +19,6 @@
 // it) and adds issue 33's client figure to the verdict: the gap between two
 // `match.state` frames of one player, p99.9 ≤ 150 ms.
 import { availableParallelism, loadavg } from 'node:os';
-import { readFileSync } from 'node:fs';
 import { canPin, forkChild } from './_children';
 import { table } from './_report';
 
@@ -45,14 +44,6 @@ const MODES: { key: string; name: string; settings: Record<string, unknown> }[] 
   { key: 'pool', name: oneCore ? 'default settings on one CPU' : `worker pool (default: ${Math.max(1, availableParallelism() - 1)} worker)`, settings: {} },
 ].filter((m) => picked.length === 0 || picked.includes(m.key));
 
-/** CPU ms of one thread of a process: the target's main thread (tid = pid) apart from its script workers. */
-function threadCpuMs(pid: number, tid: number): number {
-  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime, counted in 10 ms clock ticks (CLK_TCK 100, as bench/_children.ts reads it for the whole process).
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 const best = new Map<string, number>();
 for (const mode of MODES) {
   const rows: (string | number)[][] = [];
@@ -75,14 +66,14 @@ for (const mode of MODES) {
       await target.request('lateness-reset');
       const cpu0 = target.cpuMs();
       const loadCpu0 = load.cpuMs();
-      const main0 = threadCpuMs(target.pid, target.pid);
+      const main0 = target.threadCpuMs().get(target.pid)!;
       const before = await load.request('counters');
       await load.request('gaps');
       await new Promise((r) => setTimeout(r, seconds * 1000));
       const late = await target.request('lateness');
       const cpu1 = target.cpuMs();
       const loadCpu1 = load.cpuMs();
-      const main1 = threadCpuMs(target.pid, target.pid);
+      const main1 = target.threadCpuMs().get(target.pid)!;
       const after = await load.request('counters');
       const gap = await load.request('gaps');
       const states = after.states - before.states;

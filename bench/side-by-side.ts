@@ -111,8 +111,11 @@ async function storm(kind: Kind): Promise<{ rate: number; us: number }> {
   });
 }
 
-/** µs of target CPU (all threads) per match tick; svc's also reports its frame size for bare's. */
-async function matches(kind: Kind, stateBytes: number): Promise<{ us: number; stateBytes: number }> {
+/** Thread split of a match tick: the main thread, the busiest other thread (the script worker), and the rest (V8's helpers). */
+type ThreadSplit = { main: number; worker: number; rest: number };
+
+/** µs of target CPU (all threads) per match tick, split by thread; svc's also reports its frame size for bare's. */
+async function matches(kind: Kind, stateBytes: number): Promise<{ us: number; split: ThreadSplit; stateBytes: number }> {
   const target = await startTarget(kind, { stateBytes });
   return withPair(target, async (load) => {
     const tokens = (await target.request('provision', { n: 2 * MATCHES })).tokens;
@@ -121,15 +124,24 @@ async function matches(kind: Kind, stateBytes: number): Promise<{ us: number; st
     await new Promise((r) => setTimeout(r, 2000));
     const before = await load.request('counters');
     const cpu0 = target.cpuMs();
+    const threads0 = target.threadCpuMs();
     await new Promise((r) => setTimeout(r, SECONDS * 1000));
     const cpu = target.cpuMs() - cpu0;
+    const threads1 = target.threadCpuMs();
     const after = await load.request('counters');
     await load.request('release');
     const states = after.states - before.states;
     const delivered = states / (2 * MATCHES * 10 * SECONDS);
     progress(`  ${kind}: ${(delivered * 100).toFixed(1)} % of match.state frames delivered, ${after.finished} finished early`);
     // Ticks as the players saw them: a late or skipped tick costs the figure, as it would a player.
-    return { us: (cpu * 1000) / (states / 2), stateBytes: Math.round((after.stateBytes - before.stateBytes) / states) };
+    const perTick = (ms: number) => (ms * 1000) / (states / 2);
+    const others = [...threads1].filter(([tid]) => tid !== target.pid).map(([tid, ms]) => ms - (threads0.get(tid) ?? 0)).sort((a, b) => b - a);
+    const split = {
+      main: perTick(threads1.get(target.pid)! - threads0.get(target.pid)!),
+      worker: perTick(others[0] ?? 0),
+      rest: perTick(others.slice(1).reduce((a, b) => a + b, 0)),
+    };
+    return { us: perTick(cpu), split, stateBytes: Math.round((after.stateBytes - before.stateBytes) / states) };
   });
 }
 
@@ -153,6 +165,7 @@ const scenarios: Scenario[] = [
 ];
 
 const loads: number[] = [];
+const splits: ThreadSplit[] = [];
 progress(`${svcRevision()}; ${pinned ? 'targets on CPU 0, load generators on CPU 1' : 'taskset missing: unpinned, load generators at nice 19'}`);
 for (let round = 1; round <= ROUNDS; round++) {
   loads.push(loadavg()[0]!);
@@ -183,6 +196,7 @@ for (let round = 1; round <= ROUNDS; round++) {
   progress(' matches, svc');
   const svcMatches = await matches('svc', 0);
   scenarios[5]!.svc.push(svcMatches.us);
+  splits.push(svcMatches.split);
   progress(` matches, bare (${svcMatches.stateBytes}-byte frames)`);
   scenarios[5]!.bare.push((await matches('bare', svcMatches.stateBytes)).us);
 }
@@ -216,3 +230,7 @@ table(
   ['scenario', 'svc', 'bare ws', 'svc / bare', 'target', ''],
   rows,
 );
+if (splits.length > 0) {
+  const part = (pick: (s: ThreadSplit) => number) => figure(splits.map(pick), 'µs');
+  console.log(`svc's match tick by thread: main thread ${part((s) => s.main)}, script worker (the busiest other thread) ${part((s) => s.worker)}, the rest (V8's helper threads) ${part((s) => s.rest)}`);
+}
