@@ -2,8 +2,9 @@
  * The main thread's side of the script lanes (docs/decisions/0020): match
  * VMs and the RPC VM run in `match_workers` worker threads, so no script can
  * hold up sockets, HTTP or the tick wheel. Commands to a lane are batched
- * and posted after a wheel slot that ticked something on it; what awaits an answer (a create, a join,
- * an RPC call) goes at the end of the current event-loop turn. A worker that
+ * and posted after a wheel slot that ticked something on it; what awaits an
+ * answer (a create, a join, an RPC call) goes at the end of the current
+ * event-loop turn. A worker that
  * dies is replaced at once and the matches and worlds it held are reported
  * lost. The pool knows no kind of script: hosts send their kind's commands
  * and subscribe to their kind's events (protocol.ts).
