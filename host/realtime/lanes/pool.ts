@@ -4,10 +4,10 @@
  * hold up sockets, HTTP or the tick wheel. Commands to a lane are batched
  * and posted after a wheel slot that ticked something on it; what awaits an
  * answer (a create, a join, an RPC call) goes at the end of the current
- * event-loop turn. A worker that
- * dies is replaced at once and the matches and worlds it held are reported
- * lost. The pool knows no kind of script: hosts send their kind's commands
- * and subscribe to their kind's events (protocol.ts).
+ * event-loop turn. A worker that dies is replaced at once and the matches
+ * and worlds it held are reported lost. The pool knows no kind of script:
+ * hosts send their kind's commands and subscribe to their kind's events
+ * (protocol.ts).
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../../runtime/platform/log';

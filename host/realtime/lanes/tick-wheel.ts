@@ -41,9 +41,10 @@ export interface WheelPlace {
  * lives only on slots that are multiples of GRID, so the items of a turn
  * share a fifth of its slots and each lane's batch carries five times as
  * many ticks. The timer wakes only for slots that hold something. The wheel
- * passes one slot per event-loop turn, so sockets and HTTP are served between slots however far
- * behind it is; behind by a whole turn, it drops the missed passes (every
- * item hears how many) instead of running them back to back.
+ * passes one slot per event-loop turn, so sockets and HTTP are served
+ * between slots however far behind it is; behind by a whole turn, it drops
+ * the missed passes (every item hears how many) instead of running them
+ * back to back.
  */
 export class TickWheel {
   static readonly SLOTS = 100;
