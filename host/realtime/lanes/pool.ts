@@ -130,15 +130,15 @@ export class ScriptPool {
    * they talk without the main thread (a world and its stripes, decision
    * 0067). False, and nothing sent, when either holds no worker lane.
    */
-  link(a: string, b: string, make: (port: MessagePort, id: string) => Command): boolean {
+  link(a: string, b: string, make: (port: MessagePort) => Command): boolean {
     const laneA = this.#byMatch.get(a);
     const laneB = this.#byMatch.get(b);
     if (this.options.workers === 0 || !laneA || !laneB || laneA === laneB) return false;
     const { port1, port2 } = new MessageChannel();
     laneA.transfer.push(port1);
-    this.#soon(laneA, make(port1, a));
+    this.#soon(laneA, make(port1));
     laneB.transfer.push(port2);
-    this.#soon(laneB, make(port2, b));
+    this.#soon(laneB, make(port2));
     return true;
   }
 

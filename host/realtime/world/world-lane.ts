@@ -136,7 +136,12 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     const worldId = w.run.worldId;
     w.run.close();
     this.#worlds.delete(worldId);
-    for (let s = 1; s < w.stripes; s++) this.#unlink(worldId, s);
+    this.#unlinkStripes(worldId, w.stripes);
+  }
+
+  /** The home lane's ends of the links to every other stripe of the world. */
+  #unlinkStripes(worldId: string, stripes: number): void {
+    for (let s = 1; s < stripes; s++) this.#unlink(worldId, s);
   }
 
   /** A message for a stripe of a world whose home is another lane. */
@@ -172,7 +177,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       recovery,
     );
     if (!run) {
-      for (let s = 1; s < stripes; s++) this.#unlink(worldId, s);
+      this.#unlinkStripes(worldId, stripes);
       return { ok: false };
     }
     const world: LaneWorld = { run, voting: false, phase: null, held: [], stripes };
