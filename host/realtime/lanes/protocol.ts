@@ -44,7 +44,8 @@ export type WorldCommand =
   | { kind: 'world'; op: 'leave'; req: number; worldId: string; playerId: string; detach: boolean }
   | { kind: 'world'; op: 'input'; worldId: string; playerId: string; input: JsonObject; seq: number | null }
   | { kind: 'world'; op: 'resync'; worldId: string; playerId: string; x: number; y: number; binary: boolean }
-  | { kind: 'world'; op: 'tick'; worldId: string; due: number }
+  /** `own`: the lane's standby for a tick whose command is late (world-lane.ts), not sent by the main thread. */
+  | { kind: 'world'; op: 'tick'; worldId: string; due: number; own?: true }
   | { kind: 'world'; op: 'snapshot'; worldId: string }
   | { kind: 'world'; op: 'close'; worldId: string }
   /** A vote the world asked for closed: it may ask for the next (worlds have no `vote_resolved` callback). */
@@ -107,7 +108,8 @@ export type WorldEvent =
    */
   | { kind: 'world'; k: 'step'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] } | null; out: WorldOutput; phase: JsonObject | null }
   /** The tick was a whole period late when its turn came, so it did not run. */
-  | { kind: 'world'; k: 'skipped'; worldId: string }
+  /** `n` ticks were skipped (1 when absent). */
+  | { kind: 'world'; k: 'skipped'; worldId: string; n?: number }
   | { kind: 'world'; k: 'vote'; worldId: string; config: VoteConfig & { vote_id: string } }
   | { kind: 'world'; k: 'snapshot'; worldId: string; zones: WorldRecovery['zones'] }
   | { kind: 'world'; k: 'finished'; worldId: string; result: JsonObject };

@@ -43,6 +43,13 @@ export interface RunnerOptions {
    * lane (ScriptPool.link). Only worker lanes have it.
    */
   adopt?(port: MessagePort): void;
+  /**
+   * Runs `commands` as a batch of this lane after `ms`, unless the returned
+   * function cancels it first: a lane's own timer (a world's standby tick).
+   * Only worker lanes have it; a lane on the main thread runs on the
+   * main thread's clock anyway.
+   */
+  later?(ms: number, commands: Command[]): () => void;
 }
 
 /** What a kind's handler gets from its lane. */

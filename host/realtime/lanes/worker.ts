@@ -85,6 +85,10 @@ const runner = new ScriptRunner(
     failingTicksMax: data.failingTicksMax,
     rpc: data.rpc,
     adopt: (port) => void port.on('message', run),
+    later: (ms, commands) => {
+      const t = setTimeout(() => run(commands), ms);
+      return () => clearTimeout(t);
+    },
   },
   LANE_KINDS,
 );

@@ -56,8 +56,6 @@ interface LiveWorld {
   detached: Map<string, ReturnType<typeof setTimeout> | null>;
   startedAt: number | null;
   phase: JsonObject | null;
-  /** A tick is out on the lane: the next one is skipped, not queued. */
-  inFlight: boolean;
   /** Its place on the lanes' tick wheel while it runs, at the mode's `tick_rate`. */
   place: WheelPlace | null;
   graceTimer: ReturnType<typeof setTimeout> | null;
@@ -211,7 +209,6 @@ export class WorldHost implements LiveWorlds {
       detached: new Map(),
       startedAt: null,
       phase: null,
-      inFlight: false,
       place: null,
       graceTimer: null,
       zones: new Map(),
@@ -285,12 +282,9 @@ export class WorldHost implements LiveWorlds {
     }
   }
 
-  /** A world's tick on the wheel; the lane drops one that comes a whole period late, never running missed ticks back to back. */
+  /** A world's tick on the wheel: its lane runs it or skips it (world-lane.ts decides, knowing when the world was busy). */
   #tick(world: LiveWorld, due: number): void {
     if (world.status !== 'running') return;
-    // The lane has not answered the previous tick: skip, never queue.
-    if (world.inFlight) return void this.#stats.skipped++;
-    world.inFlight = true;
     // Goes out after the wheel's slot with the inputs queued before it.
     this.pool.queue(world.id, { kind: 'world', op: 'tick', worldId: world.id, due });
   }
@@ -469,7 +463,6 @@ export class WorldHost implements LiveWorlds {
     switch (e.k) {
       case 'step': {
         if (e.tick) {
-          world.inFlight = false;
           const lanes = this.#stats.lanes;
           e.tick.lanes.forEach((ms, s) => (lanes[s] = (lanes[s] ?? 0) + ms));
           this.#stats.busy.push(e.tick.busyMs);
@@ -497,11 +490,9 @@ export class WorldHost implements LiveWorlds {
         return;
       }
       case 'skipped':
-        world.inFlight = false;
-        this.#stats.skipped++;
+        this.#stats.skipped += e.n ?? 1;
         return;
       case 'finished':
-        world.inFlight = false;
         return this.#finish(world, e.result);
       case 'vote':
         if (world.status === 'running') this.votes.open(this.#voting(world), e.config);

@@ -21,7 +21,21 @@ interface LaneWorld {
   /** Commands that came while a round was out to the world's other lanes, applied in order once it settled. */
   held: WorldCommand[];
   stripes: number;
+  /** The due time of the last tick this lane ran or skipped; null before the first. */
+  lastDue: number | null;
+  /** When the last tick's round settled (epoch ms). */
+  settledAt: number;
+  /** Cancels the standby tick armed for the next due time, if one is. */
+  standby: (() => void) | null;
 }
+
+/**
+ * How long past a tick's due time the lane waits for the main thread's
+ * command before running the tick itself (a fifth of the period at most).
+ * The command comes within a few milliseconds unless the main thread is
+ * held up; waiting that long keeps the inputs it brings in their tick.
+ */
+const STANDBY_GRACE_MS = 10;
 
 type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] };
 
@@ -77,7 +91,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
         return this.#output(c.worldId, w, null);
       }
       case 'tick':
-        return this.#tick(c.worldId, c.due);
+        return this.#tick(c.worldId, c.due, c.own === true);
       case 'snapshot': {
         const w = this.#worlds.get(c.worldId);
         if (w) {
@@ -134,6 +148,8 @@ export class WorldLane implements LaneHandler<WorldCommand> {
 
   #closeWorld(w: LaneWorld): void {
     const worldId = w.run.worldId;
+    w.standby?.();
+    w.standby = null;
     w.run.close();
     this.#worlds.delete(worldId);
     this.#unlinkStripes(worldId, w.stripes);
@@ -180,22 +196,59 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       this.#unlinkStripes(worldId, stripes);
       return { ok: false };
     }
-    const world: LaneWorld = { run, voting: false, phase: null, held: [], stripes };
+    const world: LaneWorld = { run, voting: false, phase: null, held: [], stripes, lastDue: null, settledAt: 0, standby: null };
     this.#worlds.set(worldId, world);
     this.#output(worldId, world, null);
     return { ok: true };
   }
 
-  #tick(worldId: string, due: number): void {
+  /**
+   * A tick due at `due`: from the main thread's wheel, or (`own`) this lane's
+   * standby for it. The main thread's clock decides when a tick is due, and
+   * its command brings the inputs that came before it; but a main thread
+   * held up (a collection, a burst of socket writes) would hold up the world
+   * too, and a tick that starts late ends late, so the next one finds the
+   * world busy and is skipped. So after each tick from the wheel the lane
+   * arms a standby a little past the next due time: whichever of the two
+   * comes first runs the tick, the other is ignored (decision 0070). The
+   * lane decides what is skipped, since it knows when its world was busy:
+   * a tick whose due time found the previous one still running, one a whole
+   * period late, and the due times it never heard of.
+   */
+  #tick(worldId: string, due: number, own: boolean): void {
     const w = this.#worlds.get(worldId);
+    if (!w) return this.lane.emit({ kind: 'world', k: 'skipped', worldId });
+    // Its standby ran it already (or ran a later one).
+    if (w.lastDue !== null && due <= w.lastDue) return;
+    w.standby?.();
+    w.standby = null;
+    const period = w.run.settings.tick_rate;
+    const unheard = w.lastDue === null ? 0 : Math.max(0, Math.round((due - w.lastDue) / period) - 1);
+    w.lastDue = due;
     const started = Date.now();
     const t0 = performance.now();
     const lateMs = started - due;
-    if (!w || lateMs >= w.run.settings.tick_rate) return this.lane.emit({ kind: 'world', k: 'skipped', worldId });
+    if (w.run.waiting || w.settledAt > due || lateMs >= period) {
+      this.lane.emit({ kind: 'world', k: 'skipped', worldId, n: unheard + 1 });
+      if (!own) this.#armStandby(worldId, w, due + period);
+      return;
+    }
+    if (unheard > 0) this.lane.emit({ kind: 'world', k: 'skipped', worldId, n: unheard });
     w.run.step(started, () => {
+      w.settledAt = Date.now();
       this.#ticked(worldId, w, lateMs, t0);
       this.#release(w);
+      // One standby per tick from the wheel: a main thread that stopped sending ticks stops the world's clock.
+      if (!own && this.#worlds.get(worldId) === w) this.#armStandby(worldId, w, due + period);
     });
+  }
+
+  #armStandby(worldId: string, w: LaneWorld, due: number): void {
+    const later = this.lane.later;
+    if (!later) return;
+    const grace = Math.min(STANDBY_GRACE_MS, w.run.settings.tick_rate / 5);
+    w.standby?.();
+    w.standby = later(Math.max(0, due + grace - Date.now()), [{ kind: 'world', op: 'tick', worldId, due, own: true }]);
   }
 
   #ticked(worldId: string, w: LaneWorld, lateMs: number, t0: number): void {
@@ -229,7 +282,10 @@ export class WorldLane implements LaneHandler<WorldCommand> {
   }
 
   close(): void {
-    for (const w of this.#worlds.values()) w.run.close();
+    for (const w of this.#worlds.values()) {
+      w.standby?.();
+      w.run.close();
+    }
     this.#worlds.clear();
     for (const stripe of this.#stripes.values()) stripe.close();
     this.#stripes.clear();
