@@ -467,12 +467,25 @@ function installFastCalls(): void {
     return true;
   }
 
+  // A returning call leaves its CallInfo linked after its caller's, for the next call from there to
+  // take (C Lua keeps its whole list): fengari unlinks it, so every call made a new one, most of
+  // what a call into a JS function allocated. Only that one is kept, the ones after it let go, so a
+  // deep recursion does not keep its CallInfos once it returned. The call that takes it sets every
+  // field a call reads; the fields only a yield or a protected call reads (continuation, context,
+  // error handler) are set by whatever makes them read, as in C Lua.
+  function nextCI(L: any): any {
+    const ci = L.ci.next;
+    if (ci === null) return lstate.luaE_extendCI(L);
+    L.ci = ci;
+    return ci;
+  }
+
   function poscall(L: any, ci: any, firstResult: number, nres: number): boolean {
     if (L.hookmask & (LUA_MASKRET | LUA_MASKLINE)) return original.poscall(L, ci, firstResult, nres);
     const res: number = ci.funcOff;
     const wanted: number = ci.nresults;
     L.ci = ci.previous;
-    L.ci.next = null;
+    ci.next = null;
     return moveresults(L, firstResult, res, nres, wanted);
   }
 
@@ -484,7 +497,7 @@ function installFastCalls(): void {
       case LUA_TLCF: {
         const f = func.type === LUA_TCCL ? func.value.f : func.value;
         ldo.luaD_checkstack(L, LUA_MINSTACK);
-        const ci = lstate.luaE_extendCI(L);
+        const ci = nextCI(L);
         ci.funcOff = off;
         ci.nresults = nresults;
         ci.func = func;
@@ -504,7 +517,7 @@ function installFastCalls(): void {
         ldo.luaD_checkstack(L, fsize);
         for (; n < p.numparams; n++) L.stack[L.top++] = new TValue(LUA_TNIL, null);
         const base = off + 1;
-        const ci = lstate.luaE_extendCI(L);
+        const ci = nextCI(L);
         ci.funcOff = off;
         ci.nresults = nresults;
         ci.func = func;
