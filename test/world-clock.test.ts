@@ -9,9 +9,9 @@ import { connectPlayer } from './support/ws-client';
  * each is due and brings the inputs before it. A main thread held up past a
  * due time (a long collection, a burst of writes; here the test blocks it)
  * must not cost the world that tick: the lane runs it on its own clock a
- * little past its due time (decision 0070). Without that standby, a main
- * thread held up 75 ms made the lane see the tick a period late and skip
- * it, in about half of the hold-ups.
+ * little past its due time, for a few ticks in a row (decision 0070).
+ * Without that standby, a main thread held up 75 ms made the lane see the
+ * tick a period late and skip it, in about half of the hold-ups.
  */
 const world = `
 game_type = "world"
@@ -52,7 +52,7 @@ const held = new Int32Array(new SharedArrayBuffer(4));
 const holdUp = (ms: number) => Atomics.wait(held, 0, 0, ms);
 
 describe('a world on a worker lane', () => {
-  it('runs every tick through main-thread hold-ups of 1.5 periods, on time', async () => {
+  it('runs every tick through main-thread hold-ups of 1.5 and 3 periods', async () => {
     const p = await connectPlayer(s);
     expect((await p.socket.request('world.create', { mode: 'clock' })).type).toBe('world.joined');
     let seen = 0;
@@ -65,10 +65,10 @@ describe('a world on a worker lane', () => {
     stats();
     const from = seen;
     const started = Date.now();
-    // Hold-ups at phases spread over the period.
+    // Hold-ups at phases spread over the period, of 75 and 150 ms.
     for (let i = 0; i < 8; i++) {
       await sleep(60 + 7 * i);
-      holdUp(75);
+      holdUp(i % 2 === 0 ? 75 : 150);
     }
     await sleep(300);
     const elapsed = Date.now() - started;
@@ -76,5 +76,16 @@ describe('a world on a worker lane', () => {
     expect(skipped, `ticks run ${busy.length} in ${elapsed} ms`).toBe(0);
     // What the player saw: a tick for every period of the window, give or take the edges.
     expect(seen - from).toBeGreaterThanOrEqual(Math.floor(elapsed / 50) - 3);
+  });
+
+  it('stops the clock after four ticks of its own when the main thread stops sending them', async () => {
+    await sleep(300);
+    stats();
+    // Ten periods without the main thread: four run on the lane's clock, the rest are skipped.
+    holdUp(500);
+    await sleep(200);
+    const { skipped, busy } = stats();
+    expect(skipped, `ticks run ${busy.length}`).toBeGreaterThanOrEqual(4);
+    expect(busy.length).toBeGreaterThanOrEqual(4);
   });
 });

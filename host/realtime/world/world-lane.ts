@@ -27,6 +27,8 @@ interface LaneWorld {
   settledAt: number;
   /** Cancels the standby tick armed for the next due time, if one is. */
   standby: (() => void) | null;
+  /** Ticks in a row the standby ran (none of their commands came first). */
+  standbyRun: number;
 }
 
 /**
@@ -36,6 +38,12 @@ interface LaneWorld {
  * held up; waiting that long keeps the inputs it brings in their tick.
  */
 const STANDBY_GRACE_MS = 10;
+/**
+ * Ticks in a row the standby runs alone: a main thread held up a few periods
+ * (a full collection of a large heap) costs no tick, and one that stopped
+ * sending them (shut down, hung) stops the world within a fifth of a second.
+ */
+const STANDBY_RUN_MAX = 4;
 
 type TickFigures = { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] };
 
@@ -196,7 +204,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       this.#unlinkStripes(worldId, stripes);
       return { ok: false };
     }
-    const world: LaneWorld = { run, voting: false, phase: null, held: [], stripes, lastDue: null, settledAt: 0, standby: null };
+    const world: LaneWorld = { run, voting: false, phase: null, held: [], stripes, lastDue: null, settledAt: 0, standby: null, standbyRun: 0 };
     this.#worlds.set(worldId, world);
     this.#output(worldId, world, null);
     return { ok: true };
@@ -210,7 +218,9 @@ export class WorldLane implements LaneHandler<WorldCommand> {
    * too, and a tick that starts late ends late, so the next one finds the
    * world busy and is skipped. So after each tick from the wheel the lane
    * arms a standby a little past the next due time: whichever of the two
-   * comes first runs the tick, the other is ignored (decision 0070). The
+   * comes first runs the tick, the other is ignored (decision 0070); after
+   * STANDBY_RUN_MAX ticks in a row from the standby alone, a main thread that
+   * stopped sending ticks stops the world's clock. The
    * lane decides what is skipped, since it knows when its world was busy:
    * a tick whose due time found the previous one still running, one a whole
    * period late, and the due times it never heard of.
@@ -222,6 +232,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     if (w.lastDue !== null && due <= w.lastDue) return;
     w.standby?.();
     w.standby = null;
+    w.standbyRun = own ? w.standbyRun + 1 : 0;
     const period = w.run.settings.tick_rate;
     const unheard = w.lastDue === null ? 0 : Math.max(0, Math.round((due - w.lastDue) / period) - 1);
     w.lastDue = due;
@@ -230,7 +241,7 @@ export class WorldLane implements LaneHandler<WorldCommand> {
     const lateMs = started - due;
     if (w.run.waiting || w.settledAt > due || lateMs >= period) {
       this.lane.emit({ kind: 'world', k: 'skipped', worldId, n: unheard + 1 });
-      if (!own) this.#armStandby(worldId, w, due + period);
+      this.#armStandby(worldId, w, due + period);
       return;
     }
     if (unheard > 0) this.lane.emit({ kind: 'world', k: 'skipped', worldId, n: unheard });
@@ -238,14 +249,13 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       w.settledAt = Date.now();
       this.#ticked(worldId, w, lateMs, t0);
       this.#release(w);
-      // One standby per tick from the wheel: a main thread that stopped sending ticks stops the world's clock.
-      if (!own && this.#worlds.get(worldId) === w) this.#armStandby(worldId, w, due + period);
+      if (this.#worlds.get(worldId) === w) this.#armStandby(worldId, w, due + period);
     });
   }
 
   #armStandby(worldId: string, w: LaneWorld, due: number): void {
     const later = this.lane.later;
-    if (!later) return;
+    if (!later || w.standbyRun >= STANDBY_RUN_MAX) return;
     const grace = Math.min(STANDBY_GRACE_MS, w.run.settings.tick_rate / 5);
     w.standby?.();
     w.standby = later(Math.max(0, due + grace - Date.now()), [{ kind: 'world', op: 'tick', worldId, due, own: true }]);
