@@ -7,6 +7,7 @@ import { newDevice, PEPPER_V1 } from './support/guests';
 import { startTestServer, type TestServer } from './support/server';
 import { TcpProxy } from '../tools/faults/tcp-proxy';
 import type { LiveHost } from '../host/realtime/live';
+import { SharedFrame } from '../host/realtime/sessions';
 import { encodeWorldTick, type WorldTickFrame } from '../runtime/worlds/binary-wire';
 import { TestSocket } from './support/ws-client';
 
@@ -401,7 +402,7 @@ describe('WebSocket', () => {
       const frameText = JSON.stringify({ type: 'world.tick', payload });
       const bytes = binaryFrame && encodeWorldTick(binaryFrame);
       if (binaryFrame) expect(bytes).not.toBeNull();
-      sessions.pushWorldTick(a.playerId!, frameText, bytes, sessions.metrics.frameOutOf(frameText));
+      sessions.pushShared(a.playerId!, new SharedFrame(frameText, bytes ?? null), sessions.metrics.frameOutOf(frameText));
     }
     for (let i = 0; i < 100 && (seen.binary.length < frames.length || seen.text.length < frames.length); i++) await new Promise((r) => setTimeout(r, 10));
     expect(seen.text).toEqual(frames.map(([payload]) => payload));

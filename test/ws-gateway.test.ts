@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { LiveHost } from '../host/realtime/live';
+import { SharedFrame } from '../host/realtime/sessions';
 import { ApiError } from '../runtime/contracts/errors';
 import { FrameError } from '../runtime/contracts/frame-envelope';
 import { encodeWorldTick } from '../runtime/worlds/binary-wire';
@@ -341,14 +342,14 @@ describe('the binary world.tick wire', () => {
     const frameText = JSON.stringify({ type: 'world.tick', payload });
     const bytes = encodeWorldTick({ kind: 'sequenced', zone: [2, 3], frame_seq: 4, kf: false, tick: 30, records: [{ op: 'add', slot: 0, gen: 0, id: 'e1', fields: { x: 1.5 } }] })!;
 
-    sessions.pushWorldTick(player.playerId, frameText, bytes, sessions.metrics.frameOutOf(frameText));
+    sessions.pushShared(player.playerId, new SharedFrame(frameText, bytes), sessions.metrics.frameOutOf(frameText));
     await until(() => binary.got.length === 1 && text.got.length === 1);
     expect(Buffer.isBuffer(binary.got[0])).toBe(true);
     expect((binary.got[0] as Buffer).equals(Buffer.from(bytes))).toBe(true);
     expect(text.got[0]).toEqual({ type: 'world.tick', payload });
 
     // No binary form: the text twin goes to both.
-    sessions.pushWorldTick(player.playerId, frameText, null, sessions.metrics.frameOutOf(frameText));
+    sessions.pushShared(player.playerId, new SharedFrame(frameText, null), sessions.metrics.frameOutOf(frameText));
     await until(() => binary.got.length === 2 && text.got.length === 2);
     expect(binary.got[1]).toEqual({ type: 'world.tick', payload });
     expect(text.got[1]).toEqual({ type: 'world.tick', payload });
@@ -361,6 +362,33 @@ describe('the binary world.tick wire', () => {
     text.ws.close();
   });
 
+  it('frames a shared frame of every length class whole and in order with the frames ws writes', async () => {
+    const player = await registerPlayer(s);
+    const binary = await rawSocket(player.token, 'binary');
+    const text = await rawSocket(player.token);
+    const sessions = (s.ctx.live as LiveHost).gateway.sessions;
+    // Payload lengths at the edges of RFC 6455's 7-bit, 16-bit and 64-bit length forms; text with multi-byte characters.
+    const lengths = [0, 1, 125, 126, 127, 65535, 65536, 70000];
+    const sent: { text: string; bytes: Uint8Array }[] = [];
+    for (const n of lengths) {
+      const frameText = JSON.stringify({ type: 'world.tick', payload: { zone: [0, 0], frame_seq: n, kf: false, tick: 1, updates: [{ op: 'u', id: 'é'.repeat(Math.max(0, (n - 60) >> 1)) }] } });
+      const bytes = new Uint8Array(n).map((_, i) => (i * 7 + n) & 0xff);
+      sent.push({ text: frameText, bytes });
+      sessions.pushShared(player.playerId, new SharedFrame(frameText, bytes), sessions.metrics.frameOutOf(frameText));
+      // A frame through ws between two shared ones, in the same turn.
+      s.ctx.live.push(player.playerId, { type: 'world.ack', payload: { tick: n, seq: n } });
+    }
+    await until(() => binary.got.length === 2 * lengths.length && text.got.length === 2 * lengths.length);
+    for (let i = 0; i < lengths.length; i++) {
+      expect(Buffer.from(binary.got[2 * i] as Buffer).equals(Buffer.from(sent[i]!.bytes))).toBe(true);
+      expect(binary.got[2 * i + 1]).toEqual({ type: 'world.ack', payload: { tick: lengths[i], seq: lengths[i] } });
+      expect(text.got[2 * i]).toEqual(JSON.parse(sent[i]!.text));
+      expect(text.got[2 * i + 1]).toEqual({ type: 'world.ack', payload: { tick: lengths[i], seq: lengths[i] } });
+    }
+    binary.ws.close();
+    text.ws.close();
+  });
+
   it('holds back the bytes too when response checks find their text twin off its schema', async () => {
     const own = await startTestServer();
     const player = await registerPlayer(own);
@@ -368,10 +396,10 @@ describe('the binary world.tick wire', () => {
     const sessions = (own.ctx.live as LiveHost).gateway.sessions;
     const bytes = encodeWorldTick({ kind: 'sequenced', zone: [0, 0], frame_seq: 1, kf: false, tick: 1, records: [] })!;
     const bad = JSON.stringify({ type: 'world.tick', payload: { zone: [0, 0], updates: 'none' } });
-    sessions.pushWorldTick(player.playerId, bad, bytes, sessions.metrics.frameOutOf(bad));
+    sessions.pushShared(player.playerId, new SharedFrame(bad, bytes), sessions.metrics.frameOutOf(bad));
     // A sound frame after it still goes out, so the one before was held back, not late.
     const good = JSON.stringify({ type: 'world.tick', payload: { zone: [0, 0], frame_seq: 1, kf: false, tick: 1, updates: [] } });
-    sessions.pushWorldTick(player.playerId, good, bytes, sessions.metrics.frameOutOf(good));
+    sessions.pushShared(player.playerId, new SharedFrame(good, bytes), sessions.metrics.frameOutOf(good));
     await until(() => binary.got.length === 1);
     const failed = own.logs.filter((l) => l.event === 'frame_check_failed');
     expect(failed.map((l) => l.frame_type)).toEqual(['world.tick']);

@@ -33,6 +33,57 @@ class TurnWrites {
 const turnWrites = new TurnWrites();
 
 /**
+ * A frame many sockets receive (a zone's `world.tick`, text and, for the
+ * binary wire, bytes), framed for the WebSocket wire once, on first use of
+ * each form, and written to each socket as those very bytes. Through `ws`
+ * every socket paid the framing (an options object, a header, a list, two
+ * writes) and the UTF-8 encoding of the same text again.
+ *
+ * Writing beside `ws` keeps each socket's frames in order because `ws` never
+ * holds a frame back here: the gateway turns permessage-deflate off, the only
+ * reason its sender queues, and nothing sends it a Blob.
+ */
+export class SharedFrame {
+  #textFrame: Buffer | null = null;
+  #bytesFrame: Buffer | null = null;
+
+  constructor(
+    readonly text: string,
+    /** Its binary form (runtime/worlds/binary-wire.ts), null when it has none. */
+    readonly bytes: Uint8Array | null = null,
+  ) {}
+
+  /** The whole frame as it goes on the wire, in the form the socket takes. */
+  wire(binary: boolean): Buffer {
+    if (binary && this.bytes !== null) return (this.#bytesFrame ??= framed(OPCODE_BINARY, this.bytes, null));
+    return (this.#textFrame ??= framed(OPCODE_TEXT, null, this.text));
+  }
+}
+
+const OPCODE_TEXT = 1;
+const OPCODE_BINARY = 2;
+
+/** A final, unmasked server frame (RFC 6455 §5.2) of `bytes`, or of `text` in UTF-8. */
+function framed(opcode: number, bytes: Uint8Array | null, text: string | null): Buffer {
+  const n = bytes !== null ? bytes.length : Buffer.byteLength(text!);
+  const head = n < 126 ? 2 : n < 65536 ? 4 : 10;
+  const out = Buffer.allocUnsafe(head + n);
+  out[0] = 0x80 | opcode;
+  if (head === 2) out[1] = n;
+  else if (head === 4) {
+    out[1] = 126;
+    out.writeUInt16BE(n, 2);
+  } else {
+    out[1] = 127;
+    out.writeUInt32BE(Math.floor(n / 2 ** 32), 2);
+    out.writeUInt32BE(n >>> 0, 6);
+  }
+  if (bytes !== null) out.set(bytes, head);
+  else out.write(text!, head);
+  return out;
+}
+
+/**
  * Live sockets and who they belong to. A player may hold several sockets at
  * once (docs/decisions/0004): player-addressed pushes go to all of them, and
  * the player counts as gone only when the last one closes.
@@ -80,11 +131,15 @@ export class Session {
     this.#write(text, text, sent);
   }
 
-  /** One `world.tick`: its bytes on the binary wire, its text on the other and whenever the frame had no binary form. */
-  sendWorldTick(text: string, binary: Uint8Array | null, sent: Tally): void {
+  /** A frame shared with other sockets: its bytes on the binary wire (`world.tick`), its text otherwise and whenever it has no binary form. */
+  sendShared(frame: SharedFrame, sent: Tally): void {
+    if (this.socket.readyState !== 1) return;
     // The published schemas describe frames as text, and the bytes are the same frame in the codec's layout
     // (which its own tests hold to the reference byte for byte): the text twin stands for them in the checks.
-    this.#write(text, binary !== null && this.binaryWire ? binary : text, sent);
+    if (this.checkOut !== null && !this.checkOut(frame.text)) return;
+    turnWrites.hold(this);
+    this.raw.write(frame.wire(this.binaryWire));
+    sent.n++;
   }
 
   /** Writes `data` (the frame as `text`, or its binary form) once `text` passes the response checks. */
@@ -218,15 +273,11 @@ export class SessionRegistry {
     else held?.sendText(text, sent);
   }
 
-  /**
-   * One zone's `world.tick` to the player's sockets, encoded once per wire for all its watchers:
-   * `binary` (runtime/worlds/binary-wire.ts, null when the frame has none) to the sockets on the
-   * binary wire, `text` to the rest; `sent` as in `Session.sendText`.
-   */
-  pushWorldTick(playerId: string, text: string, binary: Uint8Array | null, sent: Tally): void {
+  /** A frame shared by many players (a zone's `world.tick`) to the player's sockets, each in its wire's form; `sent` as in `Session.sendText`. */
+  pushShared(playerId: string, frame: SharedFrame, sent: Tally): void {
     const held = this.#byPlayer.get(playerId);
-    if (held instanceof Set) for (const s of held) s.sendWorldTick(text, binary, sent);
-    else held?.sendWorldTick(text, binary, sent);
+    if (held instanceof Set) for (const s of held) s.sendShared(frame, sent);
+    else held?.sendShared(frame, sent);
   }
 
   /** Whether any of the player's sockets here is on the binary wire. */

@@ -25,7 +25,7 @@ import type { TickWheel, WheelPlace } from '../lanes/tick-wheel';
 import type { MatchVotes, VotingMatch } from '../votes';
 import type { FrameHandler, Reply } from '../gateway';
 import type { ChatHost } from '../chat';
-import type { Session, SessionRegistry } from '../sessions';
+import { SharedFrame, type Session, type SessionRegistry } from '../sessions';
 import type { Tally } from '../../metrics/registry';
 import { emptySplit, type TickSplit } from './world-run';
 import type { DatagramPlane } from '../datagram/plane';
@@ -62,7 +62,7 @@ interface LiveWorld {
   /** The zone each player stands in, and the chat channels that follow from it. */
   zones: Map<string, [number, number]>;
   /** A joiner's frames (its keyframes first), held until its `world.joined` has gone out (#releaseHeld). */
-  held: Map<string, [string, Tally, Uint8Array | null][]>;
+  held: Map<string, [SharedFrame, Tally][]>;
   /** Lanes its zones run on (decision 0067): the home lane and stripes 1… on the others. */
   stripes: number;
 }
@@ -298,7 +298,7 @@ export class WorldHost implements LiveWorlds {
     if (pending) return pending;
     if (world.roster.has(playerId) && !world.detached.has(playerId)) return this.#joined(world);
     if (!world.roster.has(playerId) && world.roster.size + world.joining.size >= world.mode.max_players) throw new FrameError('world_full');
-    const held: [string, Tally, Uint8Array | null][] = [];
+    const held: [SharedFrame, Tally][] = [];
     world.held.set(playerId, held);
     const joined = this.#join(world, playerId, ctx);
     world.joining.set(playerId, joined);
@@ -312,23 +312,18 @@ export class WorldHost implements LiveWorlds {
   }
 
   /** Sends a joiner's held frames after its reply, in their order; a join that did not land drops them. */
-  #releaseHeld(world: LiveWorld, playerId: string, held: [string, Tally, Uint8Array | null][]): void {
+  #releaseHeld(world: LiveWorld, playerId: string, held: [SharedFrame, Tally][]): void {
     if (world.held.get(playerId) !== held) return;
     world.held.delete(playerId);
     if (this.#byPlayer.get(playerId) !== world || world.detached.has(playerId)) return;
-    for (const [text, sent, bytes] of held) this.#write(playerId, text, sent, bytes);
+    for (const [frame, sent] of held) this.sessions.pushShared(playerId, frame, sent);
   }
 
-  /** One frame to one player of the world, behind the frames held for its join if it is joining; `bytes`: a world.tick's binary form. */
-  #deliver(world: LiveWorld, playerId: string, text: string, sent: Tally, bytes: Uint8Array | null = null): void {
+  /** One frame to one player of the world, behind the frames held for its join if it is joining. */
+  #deliver(world: LiveWorld, playerId: string, frame: SharedFrame, sent: Tally): void {
     const held = world.held.get(playerId);
-    if (held) held.push([text, sent, bytes]);
-    else this.#write(playerId, text, sent, bytes);
-  }
-
-  #write(playerId: string, text: string, sent: Tally, bytes: Uint8Array | null): void {
-    if (bytes === null) this.sessions.pushText(playerId, text, sent);
-    else this.sessions.pushWorldTick(playerId, text, bytes, sent);
+    if (held) held.push([frame, sent]);
+    else this.sessions.pushShared(playerId, frame, sent);
   }
 
   async #join(world: LiveWorld, playerId: string, ctx: JsonObject): Promise<WorldJoined> {
@@ -477,8 +472,10 @@ export class WorldHost implements LiveWorlds {
           if (players === null) this.#toRoster(world, text);
           else {
             const sent = this.sessions.metrics.frameOutOf(text);
+            // Framed once for all its players, in each wire's form on first use.
+            const frame = new SharedFrame(text, bytes ?? null);
             // A joiner's keyframes are held until its join is answered (#releaseHeld).
-            for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.#deliver(world, p, text, sent, bytes ?? null);
+            for (const p of players) if (this.#byPlayer.get(p) === world || world.joining.has(p)) this.#deliver(world, p, frame, sent);
           }
         }
         for (const [p, x, y] of e.out.moved) this.#moved(world, p, [x, y]);
@@ -647,7 +644,8 @@ export class WorldHost implements LiveWorlds {
 
   #toRoster(world: LiveWorld, text: string): void {
     const sent = this.sessions.metrics.frameOutOf(text);
-    for (const playerId of world.roster) if (!world.detached.has(playerId)) this.#deliver(world, playerId, text, sent);
+    const frame = new SharedFrame(text);
+    for (const playerId of world.roster) if (!world.detached.has(playerId)) this.#deliver(world, playerId, frame, sent);
   }
 
   #listing(w: LiveWorld): WorldListing {
