@@ -15,7 +15,7 @@ import { TerrainStore, terrainProvider } from './terrain';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import { encodeWorldTick, ZoneSlots, type FieldInput, type WireRecord } from '../../../runtime/worlds/binary-wire';
 import { axialTurn, encodePoseDatagrams, type PoseManifest, type PoseRecord } from '../../../runtime/worlds/pose-datagram';
-import { broadcastText, coordsOf, keyOf, vmServices, ZoneShard, type SpawnTemplate, type Stray, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
+import { broadcastText, coordsOf, keyOf, spawnTemplates, vmServices, ZoneShard, type SpawnTemplate, type Stray, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
 import { recordingSink, replayRecords, stripeColumns, stripeOf, type ForeignZone, type FromStripe, type StripeOp, type ToStripe, type ZoneRecords } from './zone-stripes';
 
 /** The periodic `world.phase_changed` (no `world_id`) comes about this often. */
@@ -221,22 +221,8 @@ export class WorldRun {
     }
   }
 
-  /**
-   * `spawn_templates({})`. A template with a `base_state` table is the
-   * reference runtime's shape: the entity is that table's fields (so a
-   * script reads `e.health`), then the overrides, then the template's `type`.
-   * Any other template is flat: its own fields, then the overrides.
-   */
   #readTemplates(): void {
-    const declared = this.#vm.declaration('spawn_templates');
-    this.#templates = {};
-    if (!isObjectJson(declared)) return;
-    for (const [id, t] of Object.entries(declared)) {
-      const template = asObjectJson(t);
-      if (!template) continue;
-      const base = isObjectJson(template.base_state) ? template.base_state : null;
-      this.#templates[id] = base ? { fields: base, type: template.type } : { fields: template };
-    }
+    this.#templates = spawnTemplates(this.#vm.declaration('spawn_templates'));
   }
 
   /** Builds the world VM, reads its declarations and runs `init`; null when any of that fails. */

@@ -17,7 +17,7 @@ import type { IdSource } from '../../../runtime/platform/ids';
 import type { LogFields, Logger } from '../../../runtime/platform/log';
 import type { Budgets, FailureKind, JsonObject, JsonValue, ModeInfo, ScriptBindings, ScriptServices, ScriptSource, TerrainAccess, WorldSettings, ZoneServices } from '../../../runtime/lua/host-interface';
 import { lua } from '../../../runtime/lua/vm';
-import type { EntitySink, JsonRecord } from '../../../runtime/lua/marshal';
+import { asObjectJson, isObjectJson, type EntitySink, type JsonRecord } from '../../../runtime/lua/marshal';
 import type { ZoneSpatial } from '../../../runtime/lua/spatial';
 import { ZoneVm, type ZoneInput } from '../../../runtime/lua/world';
 
@@ -35,6 +35,25 @@ const ZONE_BACKOFF_MAX_TICKS = 128;
 export interface SpawnTemplate {
   fields: JsonObject;
   type?: JsonValue;
+}
+
+/**
+ * `spawn_templates({})` as `game.zone.spawn` lays it out. A template with a
+ * `base_state` table is the reference runtime's shape: the entity is that
+ * table's fields (so a script reads `e.health`), then the overrides, then
+ * the template's `type`. Any other template is flat: its own fields, then
+ * the overrides.
+ */
+export function spawnTemplates(declared: JsonValue | undefined): Record<string, SpawnTemplate> {
+  const out: Record<string, SpawnTemplate> = {};
+  if (!isObjectJson(declared)) return out;
+  for (const [id, t] of Object.entries(declared)) {
+    const template = asObjectJson(t);
+    if (!template) continue;
+    const base = isObjectJson(template.base_state) ? template.base_state : null;
+    out[id] = base ? { fields: base, type: template.type } : { fields: template };
+  }
+  return out;
 }
 
 /** An entity whose position left its zone's square after a step; `entity`: its fields, for a zone on another lane. */

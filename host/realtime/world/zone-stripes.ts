@@ -18,7 +18,8 @@ import type { ZoneInput } from '../../../runtime/lua/world';
 import type { EntitySink, JsonRecord } from '../../../runtime/lua/marshal';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import type { LaneContext } from '../lanes/runner';
-import { ZoneShard, type SpawnTemplate, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
+import { WorldVm } from '../../../runtime/lua/world';
+import { spawnTemplates, vmServices, ZoneShard, type SpawnTemplate, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
 import { TerrainStore, terrainProvider } from './terrain';
 
 /** What the run asks of a stripe's zones between two rounds, applied in order before the next round's work. */
@@ -111,14 +112,21 @@ export class LaneStripe {
   #epoch = 0;
   #templates: Record<string, SpawnTemplate>;
   #lost: ZoneKey[] = [];
+  readonly #script: WorldScriptOptions;
+  /** The script's revision on this lane when the stripe opened. */
+  readonly #openedAt: unknown;
+  /** Reads the declarations of an edit this lane took (#takeEdit); made at the first one. */
+  #declarations: WorldVm | null = null;
 
   constructor(lane: LaneContext, worldId: string, open: Extract<ToStripe, { t: 'open' }>) {
     this.#templates = open.templates;
+    this.#script = worldScriptOptions(lane, worldId, open.mode);
+    this.#openedAt = lane.source.revision?.(open.mode.file);
     this.#lazy = open.mode.world!.lazy_zones;
     const terrain = terrainProvider(open.terrain, lane.source, open.seed);
     const store = terrain.ok && terrain.provider ? new TerrainStore(terrain.provider, open.mode.world!.grid_size) : null;
     this.#shard = new ZoneShard({
-      ...worldScriptOptions(lane, worldId, open.mode),
+      ...this.#script,
       terrain: store ? { get: (cx, cy) => store.get(cx, cy), preload: (list) => void store.preload(list) } : null,
       view: {
         locate: (id) => this.#entityZone.get(id) ?? this.#foreignIds.get(id),
@@ -136,7 +144,8 @@ export class LaneStripe {
     switch (msg.t) {
       case 'step': {
         this.#apply(msg.ops);
-        if (msg.templates) this.#templates = msg.templates;
+        if (msg.templates && this.#declarations === null) this.#templates = msg.templates;
+        this.#takeEdit();
         if (msg.foreign) this.#setForeign(msg.foreign);
         const zones = this.#shard.step(msg.tick, true);
         this.#shard.takeUndoMs();
@@ -156,7 +165,36 @@ export class LaneStripe {
     }
   }
 
+  /**
+   * This lane's zones take an edit of the script when this lane's watcher
+   * sees it, which may be a tick before or after the home lane's does. The
+   * templates they spawn from must be the edit's from the first tick they
+   * run its code, so once this lane has seen an edit they are read here, from
+   * a VM of the script as this lane has it, not taken from the home lane.
+   */
+  #takeEdit(): void {
+    const file = this.#script.mode.file;
+    const vm = this.#declarations;
+    if (vm === null) {
+      if (this.#script.source.revision?.(file) === this.#openedAt) return;
+      try {
+        this.#declarations = WorldVm.create({
+          source: this.#script.source,
+          mode: this.#script.mode,
+          worldId: this.#script.worldId,
+          services: { ...vmServices(this.#script, { world_id: this.#script.worldId }), broadcast: () => {}, terrain: null },
+          budgets: this.#script.budgets,
+        });
+      } catch {
+        // A broken edit: the zones keep their old code too (ScriptInstance.reevaluate), and the templates with it.
+        return;
+      }
+    } else if (!vm.reloadIfStale()) return;
+    this.#templates = spawnTemplates(this.#declarations!.declaration('spawn_templates'));
+  }
+
   close(): void {
+    this.#declarations?.close();
     this.#shard.closeAll();
   }
 
