@@ -56,6 +56,24 @@ function rpc.unseeded(pid, p)
   return { seq = seq }
 end
 
+function rpc.extrema(pid, p)
+  local lt = { __lt = function(a, b) return a.v < b.v end }
+  local big, small = setmetatable({ v = 2 }, lt), setmetatable({ v = 1 }, lt)
+  local nan = 0 / 0
+  local function kind(x) return math.type(x) or type(x) end
+  return {
+    max = { math.max(3, 7.5, -2), math.max(5), math.max(-1, -1.5), math.max(2, 9, 9.0) },
+    min = { math.min(3, 7.5, -2), math.min(5), math.min(-1, -1.5), math.min(2, -9, -9.0) },
+    -- Ties keep the first argument, integer or float.
+    ties = { kind(math.max(1, 1.0)), kind(math.max(1.0, 1)), kind(math.min(2, 2.0)), kind(math.min(2.0, 2)) },
+    -- NaN never wins a comparison: it is kept only where it came first.
+    nan = { math.max(1, nan) == 1, math.max(nan, 1) ~= math.max(nan, 1), math.min(1, nan) == 1 },
+    strings = { math.max("apple", "pear", "fig"), math.min("apple", "pear", "fig") },
+    meta = { math.max(small, big) == big, math.min(big, small) == small },
+    errors = { err(math.max), err(math.min), err(math.max, 1, "x"), err(math.min, {}, 1) },
+  }
+end
+
 function rpc.numbers(pid, p)
   return {
     sqrt_neg = math.sqrt(-4), sqrt_neg_type = math.type(math.sqrt(-4)),
@@ -130,6 +148,24 @@ async function rpc(method: string, params: Record<string, unknown> = {}): Promis
   expect(res.status, JSON.stringify({ body: res.body, logs: said })).toBe(200);
   return res.body.payload.result;
 }
+
+describe('math.max and math.min', () => {
+  it('keep Lua 5.3\'s answers: numbers of both kinds, ties, NaN, strings, __lt, and the errors', async () => {
+    const r = await rpc('extrema');
+    expect(r.max).toEqual([7.5, 5, -1, 9]);
+    expect(r.min).toEqual([-2, 5, -1.5, -9]);
+    expect(r.ties).toEqual(['integer', 'float', 'integer', 'float']);
+    expect(r.nan).toEqual([true, true, true]);
+    expect(r.strings).toEqual(['pear', 'apple']);
+    expect(r.meta).toEqual([true, true]);
+    expect(r.errors).toEqual([
+      expect.stringMatching(/bad argument #1 to '(math\.)?max' \(value expected\)/),
+      expect.stringMatching(/bad argument #1 to '(math\.)?min' \(value expected\)/),
+      expect.stringContaining('attempt to compare number with string'),
+      expect.stringContaining('attempt to compare'),
+    ]);
+  });
+});
 
 describe('math.random', () => {
   it('draws floats in [0, 1), integers in [1, n], truncates bounds, and raises on an empty interval', async () => {

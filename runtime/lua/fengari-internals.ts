@@ -107,8 +107,10 @@ export type StringWatcher = (L: unknown, length: number) => void;
 export type StepWatcher = (L: unknown, steps: number) => void;
 
 export interface FengariInternals {
-  /** Replaces fengari's call path (process-wide, once). */
+  /** Replaces fengari's call path and its reads by string key (process-wide, once). */
   installFastCalls(): void;
+  /** `math.max` (`max`) or `math.min` reading numbers on the stack, `original` for anything else. */
+  extremum(original: (L: any) => number, max: boolean): (L: any) => number;
   /** Stack slots thread `L` uses. */
   stackSlots(L: any): number;
   stringObject(s: string): LuaStringObject;
@@ -542,6 +544,17 @@ function installFastCalls(): void {
     L.nCcalls--;
   }
 
+  // A read with a string key (a field, a global, a method name: most reads a script makes) goes
+  // straight to the key's cached hash; fengari's own first asks whether the key is nil or NaN and
+  // switches over every key type to find the same hash.
+  const get = ltable.luaH_get as (L: any, t: Table, key: TValue) => TValue;
+  ltable.luaH_get = (L: any, t: Table, key: TValue): TValue => {
+    if (key.type !== T_SHRSTR && key.type !== T_LNGSTR) return get(L, t, key);
+    const ts = key.value as TString;
+    const e = t.strong.get(ts.hash ?? lstring.luaS_hashlongstr(ts));
+    return e === undefined ? NIL : e.value;
+  };
+
   ldo.adjust_top = adjustTop;
   ldo.luaD_poscall = poscall;
   ldo.luaD_precall = precall;
@@ -550,6 +563,39 @@ function installFastCalls(): void {
     L.nny++;
     call(L, off, nresults);
     L.nny--;
+  };
+}
+
+/**
+ * `math.max` (or `math.min`) over numbers, read on the stack: Lua 5.3's
+ * own compares its arguments pairwise through the API, each comparison
+ * finding both values by index and dispatching on their types. Anything
+ * but numbers (strings compare too, tables by `__lt`, and no argument is
+ * an error) goes to `original`. Ties keep the first, and NaN never wins a
+ * comparison, as in Lua's.
+ */
+function extremum(original: (L: any) => number, max: boolean): (L: any) => number {
+  return (L: any): number => {
+    const stack = L.stack;
+    const first: number = L.ci.funcOff + 1;
+    const top: number = L.top;
+    if (top <= first) return original(L);
+    let best: TValue = stack[first];
+    if (best.type !== T_NUMINT && best.type !== T_NUMFLT) return original(L);
+    for (let i = first + 1; i < top; i++) {
+      const v: TValue = stack[i];
+      if (v.type !== T_NUMINT && v.type !== T_NUMFLT) return original(L);
+      if (max ? best.value < v.value : v.value < best.value) best = v;
+    }
+    // The slot above the top holds nothing live (see adjustTop): reuse its object.
+    const slot: TValue | undefined = stack[top];
+    if (slot === undefined) stack[top] = new lobject.TValue(best.type, best.value);
+    else {
+      slot.type = best.type;
+      slot.value = best.value;
+    }
+    L.top = top + 1;
+    return 1;
   };
 }
 
@@ -1228,5 +1274,5 @@ function speedInternals(): FengariInternals {
   NIL = lobject.luaO_nilobject;
   TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
   installWriteLog();
-  return { installFastCalls, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities };
+  return { installFastCalls, extremum, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities };
 }

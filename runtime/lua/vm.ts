@@ -262,6 +262,17 @@ export class Sandbox {
     lua.lua_pushcfunction(L, linearPlainFind(lua.lua_tocfunction(L, -1) as LuaFunction));
     lua.lua_setfield(L, -3, to_luastring('find'));
     lua.lua_pop(L, 2);
+    if (internals) {
+      // Games clamp with these per entity per tick.
+      lua.lua_getglobal(L, to_luastring('math'));
+      for (const [name, max] of [['max', true], ['min', false]] as const) {
+        lua.lua_getfield(L, -1, to_luastring(name));
+        lua.lua_pushcfunction(L, internals.extremum(lua.lua_tocfunction(L, -1) as LuaFunction, max));
+        lua.lua_setfield(L, -3, to_luastring(name));
+        lua.lua_pop(L, 1);
+      }
+      lua.lua_pop(L, 1);
+    }
 
     this.setGlobalFunction('collectgarbage', (L) => {
       // fengari has no collector interface; "count" is the only option a script keeps.
