@@ -39,9 +39,11 @@ const turnWrites = new TurnWrites();
  * every socket paid the framing (an options object, a header, a list, two
  * writes) and the UTF-8 encoding of the same text again.
  *
- * Writing beside `ws` keeps each socket's frames in order because `ws` never
- * holds a frame back here: the gateway turns permessage-deflate off, the only
- * reason its sender queues, and nothing sends it a Blob.
+ * Every data frame a session sends is framed here (Session.#write) and
+ * written to the TCP socket beside `ws`, which still writes its close and
+ * pong frames. The order holds because `ws` never holds a frame back here:
+ * the gateway turns permessage-deflate off, the only reason its sender
+ * queues, and nothing sends it a Blob.
  */
 export class SharedFrame {
   #textFrame: Buffer | null = null;
@@ -128,26 +130,26 @@ export class Session {
 
   /** `sent` counts the frame's type (MetricHooks.frameOut, resolved once per encoded frame). */
   sendText(text: string, sent: Tally): void {
-    this.#write(text, text, sent);
+    this.#write(text, null, sent);
   }
 
   /** A frame shared with other sockets: its bytes on the binary wire (`world.tick`), its text otherwise and whenever it has no binary form. */
   sendShared(frame: SharedFrame, sent: Tally): void {
-    if (this.socket.readyState !== 1) return;
-    // The published schemas describe frames as text, and the bytes are the same frame in the codec's layout
-    // (which its own tests hold to the reference byte for byte): the text twin stands for them in the checks.
-    if (this.checkOut !== null && !this.checkOut(frame.text)) return;
-    turnWrites.hold(this);
-    this.raw.write(frame.wire(this.binaryWire));
-    sent.n++;
+    this.#write(frame.text, frame, sent);
   }
 
-  /** Writes `data` (the frame as `text`, or its binary form) once `text` passes the response checks. */
-  #write(text: string, data: string | Uint8Array, sent: Tally): void {
+  /**
+   * Writes the frame framed by us beside `ws` (see SharedFrame for why the
+   * order holds): its shared bytes, or `text` framed for this socket alone,
+   * once `text` passes the response checks.
+   */
+  #write(text: string, shared: SharedFrame | null, sent: Tally): void {
     if (this.socket.readyState !== 1) return;
+    // The published schemas describe frames as text, and a binary form is the same frame in the codec's layout
+    // (which its own tests hold to the reference byte for byte): the text twin stands for it in the checks.
     if (this.checkOut !== null && !this.checkOut(text)) return;
     turnWrites.hold(this);
-    this.socket.send(data);
+    this.raw.write(shared === null ? framed(OPCODE_TEXT, null, text) : shared.wire(this.binaryWire));
     sent.n++;
   }
 
