@@ -216,14 +216,14 @@ export class WorldLane implements LaneHandler<WorldCommand> {
    * its command brings the inputs that came before it; but a main thread
    * held up (a collection, a burst of socket writes) would hold up the world
    * too, and a tick that starts late ends late, so the next one finds the
-   * world busy and is skipped. So after each tick from the wheel the lane
-   * arms a standby a little past the next due time: whichever of the two
-   * comes first runs the tick, the other is ignored (decision 0070); after
-   * STANDBY_RUN_MAX ticks in a row from the standby alone, a main thread that
-   * stopped sending ticks stops the world's clock. The
-   * lane decides what is skipped, since it knows when its world was busy:
-   * a tick whose due time found the previous one still running, one a whole
-   * period late, and the due times it never heard of.
+   * world busy and is skipped. So after each tick the lane arms a standby a
+   * little past the next due time: whichever of the two comes first runs
+   * the tick, the other is ignored (decision 0070). After STANDBY_RUN_MAX
+   * ticks in a row from the standby alone, a main thread that stopped
+   * sending ticks stops the world's clock. The lane decides what is
+   * skipped, since it knows when its world was busy: a tick whose due time
+   * found the previous one still running, one a whole period late, and the
+   * due times it never heard of.
    */
   #tick(worldId: string, due: number, own: boolean): void {
     const w = this.#worlds.get(worldId);
