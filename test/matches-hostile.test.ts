@@ -72,6 +72,8 @@ async function calmStates(during: Promise<unknown>): Promise<number> {
 
 describe('a hostile match is stopped, and the node and the other matches carry on', () => {
   it.each(Object.keys(HOSTILE))('%s', async (mode) => {
+    // The calm match's cadence on this machine as it is now (a loaded CI runner ticks it slower): the bar below.
+    const baseline = await calmStates(new Promise((r) => setTimeout(r, 1000)));
     const p = await connectPlayer(s, mode.slice(0, 8));
     const joined = await p.socket.request('match.find_or_create', { mode });
     expect(joined.type).toBe('match.joined');
@@ -89,8 +91,9 @@ describe('a hostile match is stopped, and the node and the other matches carry o
     const seconds = (Date.now() - started) / 1000;
     expect(fin.payload).toEqual({ match_id: matchId, result: { status: 'error', reason: 'script_budget' } });
     expect(answered).toBeGreaterThan(0);
-    // Generous on a shared machine: the calm match kept well over half its cadence.
-    expect(states).toBeGreaterThan(seconds * 10 * 0.5);
+    // The calm match kept well over half the cadence it had just before, on the same machine.
+    expect(baseline).toBeGreaterThan(0);
+    expect(states, `${states} states in ${seconds} s; ${baseline} in the second before`).toBeGreaterThan(seconds * baseline * 0.5);
     const failures = s.logs.filter((l) => l.event === 'lua_callback_failed' && l.match_id === matchId);
     expect(failures.length).toBeGreaterThan(0);
     for (const f of failures) expect(LIMIT_CLASSES).toContain(f.reason_class);
