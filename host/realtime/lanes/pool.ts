@@ -9,6 +9,7 @@
  * hosts send their kind's commands and subscribe to their kind's events
  * (protocol.ts).
  */
+import { setFlagsFromString } from 'node:v8';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../../runtime/platform/log';
 import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptSource } from '../../../runtime/lua/host-interface';
@@ -64,6 +65,20 @@ interface Lane {
   isTerminated(): boolean;
 }
 
+/**
+ * V8 allocates an object straight into the old generation when most objects
+ * from its allocation site survived a scavenge. A script's tick keeps its
+ * values (fengari's TValues, tables, strings) alive across the scavenges
+ * that fall inside it and lets them go right after, so V8 learnt to pretenure
+ * them: a world lane's old generation grew 8-10 MB a second and was marked
+ * every 1-2 s, by every V8 helper thread at once, taking the cores the lane
+ * and the main thread then waited for (decision 0072). V8's flags are the
+ * process's: this holds for the main thread and every worker.
+ */
+function noPretenuring(): void {
+  setFlagsFromString('--no-allocation-site-pretenuring');
+}
+
 /** A worker that dies this soon after starting is restarted after a growing pause, not at once. */
 const EARLY_DEATH_MS = 5000;
 
@@ -79,6 +94,7 @@ export class ScriptPool {
   readonly #lostListeners: Listener<string[]>[] = [];
 
   constructor(private readonly options: PoolOptions) {
+    noPretenuring();
     this.#awaited = options.awaitedBindings ?? {};
     this.#shape = bindingShape(options.bindings, this.#awaited);
     if (options.workers === 0 && Object.keys(this.#awaited).length > 0) {
