@@ -107,8 +107,7 @@ export type WorldEvent =
    * bytes of every zone delta it made (whoever watched them).
    */
   | { kind: 'world'; k: 'step'; worldId: string; tick: { lateMs: number; busyMs: number; deltaBytes: number; split: TickSplit; lanes: number[] } | null; out: WorldOutput; phase: JsonObject | null }
-  /** The tick was a whole period late when its turn came, so it did not run. */
-  /** `n` ticks were skipped (1 when absent). */
+  /** `n` ticks (1 when absent) did not run: due while the previous one ran, a whole period late, or never heard of (world-lane.ts). */
   | { kind: 'world'; k: 'skipped'; worldId: string; n?: number }
   | { kind: 'world'; k: 'vote'; worldId: string; config: VoteConfig & { vote_id: string } }
   | { kind: 'world'; k: 'snapshot'; worldId: string; zones: WorldRecovery['zones'] }

@@ -249,7 +249,8 @@ export class WorldLane implements LaneHandler<WorldCommand> {
       w.settledAt = Date.now();
       this.#ticked(worldId, w, lateMs, t0);
       this.#release(w);
-      if (this.#worlds.get(worldId) === w) this.#armStandby(worldId, w, due + period);
+      // A later tick released just now armed its own standby.
+      if (this.#worlds.get(worldId) === w && w.lastDue === due) this.#armStandby(worldId, w, due + period);
     });
   }
 

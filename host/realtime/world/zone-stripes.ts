@@ -113,15 +113,15 @@ export class LaneStripe {
   #templates: Record<string, SpawnTemplate>;
   #lost: ZoneKey[] = [];
   readonly #script: WorldScriptOptions;
-  /** The script's revision on this lane when the stripe opened. */
-  readonly #openedAt: unknown;
+  /** The script's revision on this lane when the stripe opened, then when it last tried to read an edit's declarations. */
+  #triedAt: unknown;
   /** Reads the declarations of an edit this lane took (#takeEdit); made at the first one. */
   #declarations: WorldVm | null = null;
 
   constructor(lane: LaneContext, worldId: string, open: Extract<ToStripe, { t: 'open' }>) {
     this.#templates = open.templates;
     this.#script = worldScriptOptions(lane, worldId, open.mode);
-    this.#openedAt = lane.source.revision?.(open.mode.file);
+    this.#triedAt = lane.source.revision?.(open.mode.file);
     this.#lazy = open.mode.world!.lazy_zones;
     const terrain = terrainProvider(open.terrain, lane.source, open.seed);
     const store = terrain.ok && terrain.provider ? new TerrainStore(terrain.provider, open.mode.world!.grid_size) : null;
@@ -176,7 +176,10 @@ export class LaneStripe {
     const file = this.#script.mode.file;
     const vm = this.#declarations;
     if (vm === null) {
-      if (this.#script.source.revision?.(file) === this.#openedAt) return;
+      // Made once per revision: a broken edit is not compiled again on every tick.
+      const revision = this.#script.source.revision?.(file);
+      if (revision === this.#triedAt) return;
+      this.#triedAt = revision;
       try {
         this.#declarations = WorldVm.create({
           source: this.#script.source,
