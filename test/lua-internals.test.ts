@@ -9,6 +9,7 @@ import { diffEntities, jsString, type JsonRecord } from '../runtime/lua/marshal'
 import { ZoneVm } from '../runtime/lua/world';
 import type { Logger } from '../runtime/platform/log';
 import { runShapes } from './fixtures/lua-shapes';
+import { vmOf } from './fixtures/games/harness';
 
 const { lua, lauxlib, lualib, to_luastring } = fengari;
 
@@ -467,6 +468,51 @@ suite('world tables under the internals and the public API (differential)', () =
   // the script's own entities[5] then finds nothing) and 2.0 into 2. The internals put the table back exactly.
   it.fails('on the public API a refusal keeps number keys and floats of integral value', () => {
     expect(unpatched.refusedTyped.reports.map((r) => r.state)).toEqual(patched.refusedTyped.reports.map((r) => r.state));
+  });
+});
+
+/** Stack slots of a VM's thread above its top that still hold a value: a finished call's leftovers. */
+function heldAboveTop(L: { top: number; stack: ({ value: unknown } | undefined)[] }): number[] {
+  const held: number[] = [];
+  for (let i = L.top; i < L.stack.length; i++) if (L.stack[i] !== undefined && L.stack[i]!.value !== null) held.push(i);
+  return held;
+}
+
+suite('a VM between calls', () => {
+  // Between two ticks a VM sleeps while its lane runs the others: whatever its stack still held
+  // outlived the young generation's collections and was promoted as if live (worker GC time 2x).
+  it('holds nothing of a finished call above its stack top, and its closures and coroutines still see their values', () => {
+    const { vm } = vmOf(`
+      local function deep(n, acc) if n == 0 then return acc end return deep(n - 1, { acc, n, tostring(n) }) end
+      function init() return { ticks = 0 } end
+      function join(id, state) return state end
+      function leave(id, state) return state end
+      function handle_input(id, input, state)
+        if input.fail then error("refused") end
+        state.last = { id = id, big = deep(30, {}) }
+        return state
+      end
+      function tick(state)
+        state.ticks = state.ticks + 1
+        local kept = { made_at = state.ticks }
+        state.reader = state.reader or function() return kept.made_at end
+        state.co = state.co or coroutine.wrap(function() local seen = 0 while true do seen = seen + 1 coroutine.yield(seen) end end)
+        state.resumed = state.co()
+        deep(40, { string.rep("x", 100) })
+        return state
+      end
+      function get_state(id, state) return { you = id, ticks = state.ticks, first = state.reader(), resumed = state.resumed, pad = deep(20, {}) and "ok" } end`);
+    expect(vm.init().ok).toBe(true);
+    vm.join('a');
+    const L = (vm as unknown as { sandbox: { L: { top: number; stack: ({ value: unknown } | undefined)[] } } }).sandbox.L;
+    for (let round = 1; round <= 3; round++) {
+      vm.input('a', { dx: 1 });
+      vm.input('a', { fail: true });
+      expect(vm.tick().tick).toEqual({ ok: true });
+      expect(heldAboveTop(L), `after tick ${round}`).toEqual([]);
+      expect(JSON.parse(vm.viewJson('a'))).toEqual({ you: 'a', ticks: round, first: 1, resumed: round, pad: 'ok' });
+      expect(heldAboveTop(L), `after the view of tick ${round}`).toEqual([]);
+    }
   });
 });
 

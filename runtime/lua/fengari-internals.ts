@@ -113,6 +113,8 @@ export interface FengariInternals {
   extremum(original: (L: any) => number, max: boolean): (L: any) => number;
   /** Stack slots thread `L` uses. */
   stackSlots(L: any): number;
+  /** Lets go of the values dead slots above `L`'s top still hold (once a call into `L` is over). */
+  releaseDeadSlots(L: any): void;
   stringObject(s: string): LuaStringObject;
   /** Pushes a string object; the caller guarantees stack room. */
   pushStringObject(L: any, ts: LuaStringObject): void;
@@ -200,6 +202,24 @@ export function reportFengariInternals(log: Logger): void {
 
 function stackSlots(L: any): number {
   return L.top;
+}
+
+// A state's stack slots above the top keep their TValue objects (fengari's and
+// ours reuse them), and with them whatever a finished call last held there: the
+// callee's registers, its temporaries, the table a view was built in. A VM
+// runs a callback, then sleeps a whole tick while the lane runs the others, so
+// those values outlived every scavenge in between and were copied, then
+// promoted, as if live. C Lua's collector sets these slots to nil for the same
+// reason. Only values are dropped: the slot objects stay for the next call.
+function releaseDeadSlots(L: any): void {
+  const stack = L.stack;
+  for (let i: number = L.top; i < stack.length; i++) {
+    const slot = stack[i];
+    if (slot !== undefined && slot.value !== null) {
+      slot.type = LUA_TNIL;
+      slot.value = null;
+    }
+  }
 }
 
 // ---- string building --------------------------------------------------
@@ -426,6 +446,14 @@ function installFastCalls(): void {
   // closures returns, a block with captured locals ends, or an error unwinds.
   function adjustTop(L: any, newtop: number): void {
     const stack = L.stack;
+    // Lowered, the slots let go of their values (see releaseDeadSlots).
+    for (let top: number = L.top - 1; top >= newtop; top--) {
+      const slot = stack[top];
+      if (slot !== undefined && slot.value !== null) {
+        slot.type = LUA_TNIL;
+        slot.value = null;
+      }
+    }
     for (let top: number = L.top; top < newtop; top++) {
       const slot = stack[top];
       if (slot === undefined) stack[top] = new TValue(LUA_TNIL, null);
@@ -1274,5 +1302,5 @@ function speedInternals(): FengariInternals {
   NIL = lobject.luaO_nilobject;
   TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
   installWriteLog();
-  return { installFastCalls, extremum, stackSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities };
+  return { installFastCalls, extremum, stackSlots, releaseDeadSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities };
 }

@@ -119,6 +119,7 @@ function onPatternSteps(L: unknown, steps: number): void {
 }
 
 const stackSlots = internals?.stackSlots;
+const releaseDeadSlots = internals?.releaseDeadSlots;
 /** True when thread `L` holds more stack than any honest script needs. */
 const stackTooDeep: (L: any) => boolean = stackSlots
   ? (L) => stackSlots(L) > MAX_STACK_SLOTS
@@ -462,11 +463,15 @@ export class Sandbox {
     } finally {
       active = previous;
     }
-    if (status === lua.LUA_OK && !this.exhausted) return { ok: true, results: lua.lua_gettop(L) - base };
+    if (status === lua.LUA_OK && !this.exhausted) {
+      releaseDeadSlots?.(L);
+      return { ok: true, results: lua.lua_gettop(L) - base };
+    }
     const failure = this.failure as { kind: FailureKind; message: string } | null;
     const message = failure?.message ?? errorText(L, -1);
     const kind = failure?.kind ?? 'error';
     lua.lua_settop(L, base);
+    releaseDeadSlots?.(L);
     return { ok: false, kind, message };
   }
 
