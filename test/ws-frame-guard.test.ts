@@ -313,7 +313,7 @@ describe('guardSocket', () => {
 
   // Decision 0068: were a `ws` release's receiver to lose the list the guard replaces, the guard
   // would quietly stop replacing it, and only the garbage collector's figures would say so.
-  it("hands ws's receiver a fragment list of its own at the end of each message, and only then", async () => {
+  it("hands ws's receiver a fragment list of its own at the end of each fragmented message, and only then; a message in one frame leaves it alone", async () => {
     const { client, ws, messages, done } = await guardedPair();
     try {
       const receiver = (ws as unknown as { _receiver: { _fragments: Buffer[] } })._receiver;
@@ -328,33 +328,103 @@ describe('guardSocket', () => {
         },
       });
       const byWs = () => given.map((g) => g.byWs);
+      // A message in one frame is read by the guard (decision 0073): the receiver never sees it.
       client.write(clientFrame(TEXT, 'one'));
       await eventually(() => messages.length === 1, 'read a message');
-      // ws's new list, then the guard's in its place.
-      expect(byWs()).toEqual([true, false]);
-      expect(receiver._fragments).toBe(given[1]!.list);
-      expect(receiver._fragments).toEqual([]);
+      expect(given).toEqual([]);
 
-      // Three fragments with a ping among them, a chunk each: the guard's list gathers them, and
-      // nothing is replaced before the message ends.
+      // Three fragments with a ping among them, a chunk each: the first thing ws reads (the ping) finds
+      // the list ws made at the start replaced by the guard's, which gathers the fragments; ws replaces
+      // nothing before the message ends, then makes a new list, and the guard's takes its place.
       for (const piece of [clientFrame(TEXT, 'tw', { fin: false }), clientFrame(PING, 'p'), clientFrame(CONTINUATION, 'o-', { fin: false }), clientFrame(CONTINUATION, 'parts')]) {
-        if (messages.length === 1) expect(given).toHaveLength(2);
+        expect(byWs()).not.toContain(true);
         client.write(piece);
         await new Promise((r) => setTimeout(r, 20));
       }
       await eventually(() => messages.length === 2, 'read the fragmented message');
       expect(messages.map((m) => m.data)).toEqual(['one', 'two-parts']);
-      expect(byWs()).toEqual([true, false, true, false]);
-      expect(receiver._fragments).toBe(given[3]!.list);
+      expect(byWs()).toEqual([false, true, false]);
+      expect(receiver._fragments).toBe(given[2]!.list);
+      expect(receiver._fragments).toEqual([]);
 
-      // Two messages in one chunk: one replacement, after the second.
-      client.write(Buffer.concat([clientFrame(TEXT, 'three'), clientFrame(TEXT, 'four')]));
+      // A fragmented message and a message in one frame in one chunk: one replacement, after the first.
+      client.write(Buffer.concat([clientFrame(TEXT, 'thr', { fin: false }), clientFrame(CONTINUATION, 'ee'), clientFrame(TEXT, 'four')]));
       await eventually(() => messages.length === 4, 'read two more messages');
       expect(messages.slice(2).map((m) => m.data)).toEqual(['three', 'four']);
-      expect(byWs()).toEqual([true, false, true, false, true, true, false]);
+      expect(byWs()).toEqual([false, true, false, true, false]);
       expect(receiver._fragments).toEqual([]);
     } finally {
       done();
+    }
+  });
+
+  // Decision 0073: the guard reads a message in one frame itself, and must hand the application
+  // exactly what ws would have: the text unmasked, in order with what ws reads around it.
+  it('reads messages in one frame itself, unmasked, in order with the frames ws reads between them', async () => {
+    const { client, ws, messages, done } = await guardedPair();
+    try {
+      const receiver = (ws as unknown as { _receiver: { write(chunk: Buffer): boolean } })._receiver;
+      const reachedWs: number[] = [];
+      const write = receiver.write.bind(receiver);
+      receiver.write = (chunk: Buffer) => (reachedWs.push(chunk.length), write(chunk));
+      // Every length modulo the key's four bytes, multi-byte text, the 16-bit length form, and a
+      // ping and a fragmented message among them, all in one chunk and then a byte at a time.
+      const texts = ['', 'a', 'ab', 'abc', 'abcd', 'abcde', 'é', '日本語の', '🎮 x', 'z'.repeat(125), 'y'.repeat(126), 'w'.repeat(1000)];
+      const frames = texts.map((t) => clientFrame(TEXT, t, { key: [0x01, 0x80, 0xff, 0x37] }));
+      const between = [clientFrame(PING, 'p'), clientFrame(TEXT, 'frag', { fin: false }), clientFrame(CONTINUATION, 'mented')];
+      const all = Buffer.concat([...frames.slice(0, 6), ...between, ...frames.slice(6)]);
+      const expected = [...texts.slice(0, 6), 'fragmented', ...texts.slice(6)];
+      client.write(all);
+      await eventually(() => messages.length === expected.length, 'read every message of the chunk');
+      expect(messages.map((m) => Buffer.from(m.data, 'latin1').toString('utf8'))).toEqual(expected);
+      expect(messages.every((m) => !m.binary)).toBe(true);
+      // Only the ping and the fragments went through ws's receiver.
+      expect(reachedWs.reduce((a, b) => a + b, 0)).toBe(between.reduce((a, f) => a + f.length, 0));
+
+      messages.length = 0;
+      for (let i = 0; i < all.length; i++) client.write(all.subarray(i, i + 1));
+      await eventually(() => messages.length === expected.length, 'read every message a byte at a time');
+      expect(messages.map((m) => Buffer.from(m.data, 'latin1').toString('utf8'))).toEqual(expected);
+    } finally {
+      done();
+    }
+  });
+
+  it('leaves a text frame that is not UTF-8 to ws, which closes the connection 1007 as it always has', async () => {
+    const { client, ws, messages, done } = await guardedPair();
+    try {
+      const refused = new Promise<{ code?: string }>((resolve) => ws.once('error', resolve));
+      client.write(Buffer.concat([clientFrame(TEXT, 'ok'), clientFrame(TEXT, Buffer.from([0x61, 0xc3, 0x28])), clientFrame(TEXT, 'never')]));
+      expect((await refused).code).toBe('WS_ERR_INVALID_UTF8');
+      expect(ws.readyState).toBe(WebSocket.CLOSING);
+      client.end(clientFrame(TEXT, 'nor this'));
+      await once(ws, 'close');
+      expect(messages.map((m) => m.data)).toEqual(['ok']);
+    } finally {
+      done();
+    }
+  });
+
+  it('reads nothing after a close frame in the same chunk, and leaves a closing socket\'s frames to ws, which still reads them', async () => {
+    const first = await guardedPair();
+    try {
+      first.client.write(Buffer.concat([clientFrame(TEXT, 'before'), clientFrame(0x8, Buffer.from([0x03, 0xe8])), clientFrame(TEXT, 'after')]));
+      await eventually(() => first.raw.listenerCount('data') === 0, "dropped the guarded reader with ws's");
+      first.client.end(clientFrame(TEXT, 'later'));
+      await once(first.ws, 'close');
+      expect(first.messages.map((m) => m.data)).toEqual(['before']);
+    } finally {
+      first.done();
+    }
+    // The server began the closing handshake; what the client sent before answering it is still read.
+    const second = await guardedPair();
+    try {
+      second.ws.close(1000);
+      second.client.write(clientFrame(TEXT, 'in flight'));
+      await eventually(() => second.messages.length === 1, 'read the frame sent while closing');
+      expect(second.messages[0]!.data).toBe('in flight');
+    } finally {
+      second.done();
     }
   });
 

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 
 /**
@@ -30,6 +31,8 @@ const ORPHAN_CONTINUATION = Buffer.from([0x80, 0x80, 0, 0, 0, 0]);
 export const MAX_FRAGMENTS = 16 * 1024;
 
 const CONTINUATION = 0x0;
+/** FIN with a text opcode and no reserved bits: a message in one frame. */
+const FIN_TEXT = 0x81;
 const TEXT = 0x1;
 const BINARY = 0x2;
 const FIRST_CONTROL = 0x8;
@@ -102,6 +105,21 @@ export class FrameFilter {
     this.#out!(piece);
   }
 
+  /** Whether `take` may be offered the next whole text frame; everything passes when it may not. */
+  protected takes(): boolean {
+    return false;
+  }
+
+  /**
+   * Offered a whole unfragmented text frame that lies in one chunk (its
+   * payload of `length` bytes at `at`, masked with the four bytes before it),
+   * once everything before it has passed: true when taken here, false to let
+   * it pass as it came.
+   */
+  protected take(_chunk: Buffer, _at: number, _length: number): boolean {
+    return false;
+  }
+
   write(chunk: Buffer): void {
     if (this.#transparent) return this.pass(chunk);
     const end = chunk.length;
@@ -166,6 +184,17 @@ export class FrameFilter {
       if (this.#transparent) {
         this.#left = 0;
         break;
+      }
+      // A whole text message in one frame, all in this chunk, as nearly every client frame is.
+      if (b0 === FIN_TEXT && fate === PASS && !gathered && length <= end - at && this.takes()) {
+        // What passed before it may have ended the reading (a close frame, a refused message): asked again.
+        this.#run(chunk, from, start);
+        from = start;
+        if (this.takes() && this.take(chunk, at, length)) {
+          at += length;
+          from = at;
+          continue;
+        }
       }
       this.#left = length;
       this.#fate = fate;
@@ -262,6 +291,25 @@ export class FrameFilter {
   }
 }
 
+/** XORs a client frame's payload at `from`..`to` with its masking key (the four bytes before it), in place. */
+function unmask(chunk: Buffer, from: number, to: number): void {
+  const k0 = chunk[from - 4]!;
+  const k1 = chunk[from - 3]!;
+  const k2 = chunk[from - 2]!;
+  const k3 = chunk[from - 1]!;
+  let i = from;
+  for (; i + 3 < to; i += 4) {
+    chunk[i] = chunk[i]! ^ k0;
+    chunk[i + 1] = chunk[i + 1]! ^ k1;
+    chunk[i + 2] = chunk[i + 2]! ^ k2;
+    chunk[i + 3] = chunk[i + 3]! ^ k3;
+  }
+  const rest = to - i;
+  if (rest > 0) chunk[i] = chunk[i]! ^ k0;
+  if (rest > 1) chunk[i + 1] = chunk[i + 1]! ^ k1;
+  if (rest > 2) chunk[i + 2] = chunk[i + 2]! ^ k2;
+}
+
 type Reader = (this: Duplex, chunk: Buffer) => void;
 const READER = Symbol('frame reader');
 type GuardedSocket = Duplex & { [READER]: SocketReader };
@@ -269,20 +317,37 @@ type GuardedSocket = Duplex & { [READER]: SocketReader };
 /** `ws`'s 'data' listener: one function for every socket, met at the first guard. */
 let wsReader: Reader | null = null;
 
-/** The part of `ws`'s receiver the guard touches: the list a message's fragments are gathered in. */
+/** The part of `ws`'s receiver the guard touches: the list a message's fragments are gathered in, and whether it refused the stream. */
 interface FragmentList {
   _fragments: Buffer[];
+  readonly _errored: boolean;
 }
 
 /** The key `ws` keeps a socket's WebSocket under (a symbol described `websocket`), met at the first guard. */
 let wsKey: symbol | null = null;
 
+/** The part of `ws`'s WebSocket the guard touches: its state, and the event its receiver emits for each message. */
+interface MessageTarget {
+  readonly readyState: number;
+  emit(event: 'message', data: Buffer, isBinary: boolean): boolean;
+}
+
+/** The WebSocket `ws` keeps on the socket, if it has the shape the guard knows; null otherwise. */
+function websocketOf(socket: Duplex): (MessageTarget & { _receiver?: unknown }) | null {
+  wsKey ??= Object.getOwnPropertySymbols(socket).find((s) => s.description === 'websocket') ?? null;
+  const websocket = wsKey === null ? undefined : (socket as unknown as Record<symbol, (MessageTarget & { _receiver?: unknown }) | undefined>)[wsKey];
+  return websocket !== null && typeof websocket === 'object' && typeof websocket.readyState === 'number' && typeof websocket.emit === 'function' ? websocket : null;
+}
+
 /** The receiver `ws` reads the socket with, if it has the shape the guard knows; null otherwise. */
 function receiverOf(socket: Duplex): FragmentList | null {
-  wsKey ??= Object.getOwnPropertySymbols(socket).find((s) => s.description === 'websocket') ?? null;
-  const receiver = wsKey === null ? undefined : (socket as unknown as Record<symbol, { _receiver?: unknown } | undefined>)[wsKey]?._receiver;
-  return receiver !== null && typeof receiver === 'object' && Array.isArray((receiver as FragmentList)._fragments) ? (receiver as FragmentList) : null;
+  const receiver = websocketOf(socket)?._receiver;
+  return receiver !== null && typeof receiver === 'object' && Array.isArray((receiver as FragmentList)._fragments) && typeof (receiver as FragmentList)._errored === 'boolean'
+    ? (receiver as FragmentList)
+    : null;
 }
+
+const OPEN = 1;
 
 // Copied (`slice`) into a new empty list that carries no allocation site (see SocketReader.pass). It
 // held a Buffer once, so its copies hold objects from the start, as ws's lists do after their first
@@ -299,8 +364,33 @@ class SocketReader extends FrameFilter {
     cap: number,
     readonly socket: Duplex,
     readonly receiver: FragmentList | null,
+    readonly websocket: MessageTarget | null,
   ) {
     super(cap);
+  }
+
+  // A message in one frame is read here and handed to the WebSocket's listeners as `ws`'s receiver would
+  // hand it (the payload unmasked in place, a view of the chunk, checked to be UTF-8), without crossing the
+  // receiver: a Writable stream with a deferred callback per chunk, a parser and a fragment list per
+  // message, which cost more than the rest of the frame's reading (docs/decisions/0073). Only while the
+  // socket is open and `ws` has refused nothing: a closing one's frames go to `ws`, which knows whether it
+  // still reads them (it reads them after a close it began, not after one the client sent or a refusal,
+  // whose error it reports a tick later).
+  protected override takes(): boolean {
+    return this.websocket !== null && this.receiver !== null && this.websocket.readyState === OPEN && !this.receiver._errored;
+  }
+
+  protected override take(chunk: Buffer, at: number, length: number): boolean {
+    const end = at + length;
+    unmask(chunk, at, end);
+    const data = chunk.subarray(at, end);
+    if (!isUtf8(data)) {
+      // Put back as it came: `ws` refuses it and closes the connection 1007, as it always has.
+      unmask(chunk, at, end);
+      return false;
+    }
+    this.websocket!.emit('message', data, false);
+    return true;
   }
 
   protected override pass(piece: Buffer): void {
@@ -361,7 +451,7 @@ export function guardSocket(socket: Duplex, head: Buffer, cap: number): void {
   }
   socket.removeListener('data', reader);
   const guarded = socket as GuardedSocket;
-  guarded[READER] = new SocketReader(cap, socket, receiverOf(socket));
+  guarded[READER] = new SocketReader(cap, socket, receiverOf(socket), websocketOf(socket));
   socket.on('data', guardedRead);
   socket.prependListener('close', readTail);
   if (head.length > 0) guarded[READER].write(head);
