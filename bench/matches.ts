@@ -38,7 +38,8 @@ const BUDGET_MS = 20;
 const GAP_MS = 150;
 /** Frames lost to sockets closing at the window's edges; anything more is a dropped frame. */
 const DELIVERED = 0.995;
-const TARGET = 1500;
+/** Issue 33: 2-player matches the worker pool sustains on two cores (1,500 before it). */
+const TARGET = 2000;
 const MODES: { key: string; name: string; settings: Record<string, unknown> }[] = [
   { key: 'main', name: 'main thread (match_workers: 0)', settings: { match_workers: 0 } },
   { key: 'pool', name: oneCore ? 'default settings on one CPU' : `worker pool (default: ${Math.max(1, availableParallelism() - 1)} worker)`, settings: {} },
