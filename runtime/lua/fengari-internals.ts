@@ -211,15 +211,21 @@ function stackSlots(L: any): number {
 // those values outlived every scavenge in between and were copied, then
 // promoted, as if live. C Lua's collector sets these slots to nil for the same
 // reason. Only values are dropped: the slot objects stay for the next call.
+// The walk goes as high as the calls since the last one reached (`svcReach`,
+// raised by the call path below), not to the end of the stack: a callback of
+// a few registers would otherwise walk all of a VM's 40 slots every time.
 function releaseDeadSlots(L: any): void {
   const stack = L.stack;
-  for (let i: number = L.top; i < stack.length; i++) {
+  const reach: number | undefined = L.svcReach;
+  const end = reach === undefined || reach > stack.length ? stack.length : reach;
+  for (let i: number = L.top; i < end; i++) {
     const slot = stack[i];
     if (slot !== undefined && slot.value !== null) {
       slot.type = LUA_TNIL;
       slot.value = null;
     }
   }
+  L.svcReach = L.top;
 }
 
 // ---- string building --------------------------------------------------
@@ -454,6 +460,7 @@ function installFastCalls(): void {
         slot.value = null;
       }
     }
+    if (newtop > L.svcReach) L.svcReach = newtop;
     for (let top: number = L.top; top < newtop; top++) {
       const slot = stack[top];
       if (slot === undefined) stack[top] = new TValue(LUA_TNIL, null);
@@ -514,6 +521,8 @@ function installFastCalls(): void {
     if (L.hookmask & (LUA_MASKRET | LUA_MASKLINE)) return original.poscall(L, ci, firstResult, nres);
     const res: number = ci.funcOff;
     const wanted: number = ci.nresults;
+    // What a JS function pushed lies up to here (see releaseDeadSlots).
+    if (L.top > L.svcReach) L.svcReach = L.top;
     L.ci = ci.previous;
     ci.next = null;
     return moveresults(L, firstResult, res, nres, wanted);
