@@ -443,10 +443,11 @@ function installFastCalls(): void {
     call: ldo.luaD_call as (L: any, off: number, nresults: number) => void,
   };
 
-  // Slots above the top keep their TValue objects, set to nil in place when the top comes back
-  // up. OP_CALL lowers the top to a call's arguments and raises it to the frame's size again
-  // after every call, so clearing them made a new object for every free register of the frame
-  // per call: most of what a script's tick allocated. No closure holds such an object: an open
+  // Slots above the top keep their TValue objects, set to nil in place when the top goes down
+  // (their values let go) and again when it comes back up. OP_CALL lowers the top to a call's
+  // arguments and raises it to the frame's size again after every call, so deleting the slots, as
+  // fengari does, made a new object for every free register of the frame per call: most of what
+  // a script's tick allocated. No closure holds such an object: an open
   // upvalue is the object of a live local, which lies below any call's first register and below
   // the top while its frame runs, and luaF_close gives the slots fresh objects when a frame with
   // closures returns, a block with captured locals ends, or an error unwinds.
