@@ -390,6 +390,49 @@ describe('guardSocket', () => {
     }
   });
 
+  // Decision 0073 again, as a property: whatever the mix of messages and however TCP cuts the stream,
+  // the application sees the messages ws alone would give it, in order.
+  it('hands the application every message as ws would, whatever the mix of frames and however the stream is cut', async () => {
+    const message = fc.record({
+      binary: fc.boolean(),
+      wide: fc.boolean(),
+      fragments: fc.array(fc.oneof(fc.integer({ min: 0, max: 130 }), fc.integer({ min: 1000, max: 1500 }), fc.integer({ min: 60_000, max: 70_000 })), { minLength: 1, maxLength: 3 }),
+      pingAfter: fc.integer({ min: -1, max: 2 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(message, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { maxLength: 6 }), async (messages, rawCuts) => {
+        const frames: Buffer[] = [];
+        const expected: { data: string; binary: boolean }[] = [];
+        for (const [n, m] of messages.entries()) {
+          // Text is UTF-8 cut only between characters' fragments: 'é' is two bytes, so a wide body's fragments are even.
+          const body = m.fragments.map((size) => (m.wide && !m.binary ? Buffer.from('é'.repeat(Math.ceil(size / 2))) : Buffer.alloc(size, 97 + (n % 26))));
+          const total = body.reduce((a, b) => a + b.length, 0);
+          body.forEach((piece, i) => {
+            frames.push(clientFrame(i === 0 ? (m.binary ? BINARY : TEXT) : CONTINUATION, piece, { fin: i === body.length - 1, key: [n, 0x9c, 0x31 ^ n, 0xff] }));
+            if (i === m.pingAfter) frames.push(clientFrame(PING, `p${i}`));
+          });
+          expected.push(total > CAP ? { data: OVERSIZED_MARKER.toString('latin1'), binary: true } : { data: Buffer.concat(body).toString('latin1'), binary: m.binary });
+        }
+        const stream = Buffer.concat(frames);
+        const cuts = [...new Set(rawCuts.map((c) => c % (stream.length + 1)))].sort((a, b) => a - b);
+        const { client, messages: got, done } = await guardedPair();
+        try {
+          let from = 0;
+          for (const cut of [...cuts, stream.length]) {
+            if (cut > from) client.write(stream.subarray(from, cut));
+            from = cut;
+            await new Promise((r) => setImmediate(r));
+          }
+          await eventually(() => got.length >= expected.length, `read ${expected.length} messages`);
+          expect(got).toEqual(expected);
+        } finally {
+          done();
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   it('leaves a text frame that is not UTF-8 to ws, which closes the connection 1007 as it always has', async () => {
     const { client, ws, messages, done } = await guardedPair();
     try {
