@@ -339,9 +339,9 @@ function websocketOf(socket: Duplex): (MessageTarget & { _receiver?: unknown }) 
   return websocket !== null && typeof websocket === 'object' && typeof websocket.readyState === 'number' && typeof websocket.emit === 'function' ? websocket : null;
 }
 
-/** The receiver `ws` reads the socket with, if it has the shape the guard knows; null otherwise. */
-function receiverOf(socket: Duplex): FragmentList | null {
-  const receiver = websocketOf(socket)?._receiver;
+/** The receiver `ws` reads the socket of `websocket` with, if it has the shape the guard knows; null otherwise. */
+function receiverOf(websocket: { _receiver?: unknown } | null): FragmentList | null {
+  const receiver = websocket?._receiver;
   return receiver !== null && typeof receiver === 'object' && Array.isArray((receiver as FragmentList)._fragments) && typeof (receiver as FragmentList)._errored === 'boolean'
     ? (receiver as FragmentList)
     : null;
@@ -451,7 +451,8 @@ export function guardSocket(socket: Duplex, head: Buffer, cap: number): void {
   }
   socket.removeListener('data', reader);
   const guarded = socket as GuardedSocket;
-  guarded[READER] = new SocketReader(cap, socket, receiverOf(socket), websocketOf(socket));
+  const websocket = websocketOf(socket);
+  guarded[READER] = new SocketReader(cap, socket, receiverOf(websocket), websocket);
   socket.on('data', guardedRead);
   socket.prependListener('close', readTail);
   if (head.length > 0) guarded[READER].write(head);

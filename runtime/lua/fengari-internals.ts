@@ -217,15 +217,19 @@ function stackSlots(L: any): number {
 function releaseDeadSlots(L: any): void {
   const stack = L.stack;
   const reach: number | undefined = L.svcReach;
-  const end = reach === undefined || reach > stack.length ? stack.length : reach;
-  for (let i: number = L.top; i < end; i++) {
+  clearSlots(stack, L.top, reach === undefined || reach > stack.length ? stack.length : reach);
+  L.svcReach = L.top;
+}
+
+/** Sets the slots `from`..`to` (dead ones) to nil in place, keeping their objects. */
+function clearSlots(stack: (TValue | undefined)[], from: number, to: number): void {
+  for (let i = from; i < to; i++) {
     const slot = stack[i];
     if (slot !== undefined && slot.value !== null) {
       slot.type = LUA_TNIL;
       slot.value = null;
     }
   }
-  L.svcReach = L.top;
 }
 
 // ---- string building --------------------------------------------------
@@ -454,13 +458,7 @@ function installFastCalls(): void {
   function adjustTop(L: any, newtop: number): void {
     const stack = L.stack;
     // Lowered, the slots let go of their values (see releaseDeadSlots).
-    for (let top: number = L.top - 1; top >= newtop; top--) {
-      const slot = stack[top];
-      if (slot !== undefined && slot.value !== null) {
-        slot.type = LUA_TNIL;
-        slot.value = null;
-      }
-    }
+    clearSlots(stack, newtop, L.top);
     if (newtop > L.svcReach) L.svcReach = newtop;
     for (let top: number = L.top; top < newtop; top++) {
       const slot = stack[top];

@@ -8,7 +8,7 @@
  * zone. The main thread only writes the frames this produces.
  */
 import type { JoinResult, JsonObject, JsonValue, TerrainAccess, WorldServices, WorldSettings } from '../../../runtime/lua/host-interface';
-import { asObjectJson, isObjectJson, type EntitySink, type JsonRecord } from '../../../runtime/lua/marshal';
+import { isObjectJson, type EntitySink, type JsonRecord } from '../../../runtime/lua/marshal';
 import { WorldVm, type ZoneInput } from '../../../runtime/lua/world';
 import { parsePhases, PhaseClock, runTransitions } from '../../../runtime/phases/phases';
 import { TerrainStore, terrainProvider } from './terrain';

@@ -14,11 +14,10 @@
  * in the first round is moved in the second exactly as a single lane moves it.
  */
 import type { JsonObject, JsonValue, ModeInfo } from '../../../runtime/lua/host-interface';
-import type { ZoneInput } from '../../../runtime/lua/world';
 import type { EntitySink, JsonRecord } from '../../../runtime/lua/marshal';
 import type { ZoneSnapshot } from '../../../runtime/worlds/worlds';
 import type { LaneContext } from '../lanes/runner';
-import { WorldVm } from '../../../runtime/lua/world';
+import { WorldVm, type ZoneInput } from '../../../runtime/lua/world';
 import { spawnTemplates, vmServices, ZoneShard, type SpawnTemplate, type WorldScriptOptions, type ZoneKey, type ZoneStepOut } from './zone-shard';
 import { TerrainStore, terrainProvider } from './terrain';
 
