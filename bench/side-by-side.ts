@@ -1,4 +1,4 @@
-// `npm run bench -- side-by-side [rounds] [seconds] [--matches 500] [--idle 10000] [--sockets 10000] [--only heartbeat,idle,storm,matches]`
+// `npm run bench -- side-by-side [rounds] [seconds] [--matches 500] [--idle 10000] [--sockets 10000] [--only heartbeat,idle,storm,matches] [--match-workers n]`
 //
 // Issue 33's four socket figures for svc and for a bare `ws` server doing the
 // least the same frames require, in one run, as ratios:
@@ -37,9 +37,11 @@ const pinned = canPin();
 const targetPlacement = pinned ? { cpus: '0' } : {};
 const loadPlacement = pinned ? { cpus: '1' } : { lowPriority: true };
 // Production settings but for what one loopback address and deliberately idle sockets would trip.
+// `--match-workers n` sets svc's script placement; without it the default for the one CPU the target may use.
+const matchWorkers = numberOption('match-workers', -1);
 const svcArgs = JSON.stringify({
   productionLog: true,
-  settings: { log_level: 'info', pbkdf2_iterations: 100_000 },
+  settings: { log_level: 'info', pbkdf2_iterations: 100_000, ...(matchWorkers >= 0 ? { match_workers: matchWorkers } : {}) },
 });
 
 type Kind = 'svc' | 'bare';

@@ -516,4 +516,80 @@ suite('a VM between calls', () => {
   });
 });
 
+type ClosureValue = { value: { p: object; upvals: object[] } };
+/** The Lua function in global `name` of a VM, as fengari holds it. */
+function closureOf(vm: unknown, name: string): ClosureValue['value'] {
+  const L = (vm as { sandbox: { L: { top: number; stack: ClosureValue[] } } }).sandbox.L;
+  lua.lua_getglobal(L, to_luastring(name));
+  const closure = L.stack[L.top - 1]!.value;
+  lua.lua_pop(L, 1);
+  return closure;
+}
+
+suite('VMs that run the same files', () => {
+  const SCRIPT = `
+    local counter = require("lib.counter")
+    local ticks = 0
+    function init() return { n = 0 } end
+    function join(id, state) return state end
+    function leave(id, state) return state end
+    function handle_input(id, input, state) return state end
+    function tick(state)
+      ticks = ticks + 1
+      made = function(x) return x + 1 end
+      state.n = counter.bump() + made(0) * 0
+      return state
+    end
+    function get_state(id, state) return { n = state.n, ticks = ticks, version = 1 } end`;
+  const COUNTER = 'local M = { n = 0 } function M.bump() M.n = M.n + 1 return M.n end return M';
+
+  // Decision 0074: one compiled copy of a file per thread, each VM with closures and upvalues of its own.
+  it('share the compiled code and nothing a script can see: upvalues, module tables and the functions a call makes stay per VM', () => {
+    const files = { 'lib/counter.lua': COUNTER };
+    const a = vmOf(SCRIPT, { files }).vm;
+    const b = vmOf(SCRIPT, { files }).vm;
+    for (const vm of [a, b]) {
+      expect(vm.init().ok).toBe(true);
+      vm.join('p');
+    }
+    for (let i = 0; i < 3; i++) a.tick();
+    b.tick();
+    expect(JSON.parse(a.viewJson('p'))).toEqual({ n: 3, ticks: 3, version: 1 });
+    expect(JSON.parse(b.viewJson('p'))).toEqual({ n: 1, ticks: 1, version: 1 });
+
+    const [tickA, tickB] = [closureOf(a, 'tick'), closureOf(b, 'tick')];
+    const [madeA, madeB] = [closureOf(a, 'made'), closureOf(b, 'made')];
+    expect(tickA).not.toBe(tickB);
+    expect(tickA.upvals[0]).not.toBe(tickB.upvals[0]);
+    // A function without upvalues made by a call: fengari's closure cache would hand B the one A made.
+    expect(madeA).not.toBe(madeB);
+    if (internals) {
+      expect(tickA.p).toBe(tickB.p);
+      expect(madeA.p).toBe(madeB.p);
+    }
+  });
+
+  it('a VM made after its file changed runs the new text; one made before runs the old until it reloads', () => {
+    const first = vmOf(SCRIPT, { files: { 'lib/counter.lua': COUNTER } });
+    const old = first.vm;
+    expect(old.init().ok).toBe(true);
+    old.join('p');
+    const edited = SCRIPT.replace('version = 1', 'version = 2');
+    const fresh = vmOf(edited, { files: { 'lib/counter.lua': COUNTER } }).vm;
+    expect(fresh.init().ok).toBe(true);
+    fresh.join('p');
+    old.tick();
+    fresh.tick();
+    expect(JSON.parse(old.viewJson('p')).version).toBe(1);
+    expect(JSON.parse(fresh.viewJson('p')).version).toBe(2);
+    first.source.set('match.lua', edited);
+    old.tick();
+    expect(JSON.parse(old.viewJson('p')).version).toBe(2);
+  });
+
+  it('a file that does not compile is reported every time, never kept', () => {
+    for (let i = 0; i < 2; i++) expect(() => vmOf('function tick(state) return state')).toThrow(/match\.lua.*expected/);
+  });
+});
+
 if (AS_SCRIPT) process.stdout.write(JSON.stringify(worldTables()));

@@ -111,6 +111,12 @@ export interface FengariInternals {
   installFastCalls(): void;
   /** `math.max` (`max`) or `math.min` reading numbers on the stack, `original` for anything else. */
   extremum(original: (L: any) => number, max: boolean): (L: any) => number;
+  /**
+   * luaL_loadbufferx for text: compiles `text` as chunk `chunkName` onto the
+   * stack, or pushes a new closure over the prototypes compiled for the same
+   * name and text before in this thread.
+   */
+  loadChunk(L: any, text: string, chunkName: string): number;
   /** Stack slots thread `L` uses. */
   stackSlots(L: any): number;
   /** Lets go of the values dead slots above `L`'s top still hold (once a call into `L` is over). */
@@ -1302,6 +1308,68 @@ function diffEntities(L: any, index: number, mirror: Map<string, JsonRecord>, si
   }
 }
 
+// ---- compiled chunks shared by every state --------------------------------
+//
+// Every match of a mode runs the same files, and each state compiled its own
+// copy: a prototype tree of instruction objects and constants per VM. A
+// lane's matches run a few at a time between sleeps of its thread, and what
+// a sleeping thread had in the CPU's caches is gone when it wakes; with one
+// copy per VM every tick fetched its function's code from memory again.
+// Prototypes are not changed by running them, so one compiled tree serves
+// every state of the thread, each with a closure and _ENV of its own.
+// docs/decisions/0074.
+
+type Proto = { upvalues: unknown[]; cache: unknown };
+
+/** Compiled chunks by name and text, least recently used first. */
+const chunks = new Map<string, Proto>();
+/** Bounds the texts the chunk cache keeps as keys (an edited file's old text stays until pushed out). */
+const CHUNK_TEXT_LIMIT = 32 * 1024 * 1024;
+let chunkText = 0;
+
+function loadChunk(L: any, text: string, chunkName: string): number {
+  const key = chunkName + '\u0000' + text;
+  const p = chunks.get(key);
+  if (p === undefined) {
+    const status = lauxlib.luaL_loadbufferx(L, to_luastring(text), null, to_luastring(chunkName), to_luastring('t'));
+    if (status === lua.LUA_OK && key.length <= CHUNK_TEXT_LIMIT) keepChunk(key, L.stack[L.top - 1].value.p);
+    return status;
+  }
+  chunks.delete(key);
+  chunks.set(key, p);
+  const cl = new lobject.LClosure(L, p.upvalues.length);
+  cl.p = p;
+  for (let i = 0; i < cl.nupvalues; i++) cl.upvals[i] = new lobject.TValue(LUA_TNIL, null);
+  // As lua_load: the first upvalue of a main chunk is its _ENV, the globals.
+  if (cl.nupvalues >= 1) cl.upvals[0].setfrom(registryValue(L, lua.LUA_RIDX_GLOBALS));
+  lua.lua_pushnil(L);
+  L.stack[L.top - 1].setclLvalue(cl);
+  return lua.LUA_OK;
+}
+
+function keepChunk(key: string, p: Proto): void {
+  unshareClosures(p);
+  chunks.set(key, p);
+  chunkText += key.length;
+  for (const [old] of chunks) {
+    if (chunkText <= CHUNK_TEXT_LIMIT) break;
+    chunks.delete(old);
+    chunkText -= old.length;
+  }
+}
+
+/**
+ * fengari, as Lua 5.3, hands out the last closure made from a prototype
+ * again when its upvalues are the same ones, which for a function with none
+ * would be the closure another state made: one state's function in another,
+ * and a dead match's upvalues kept alive by the cache. Shared prototypes
+ * cache nothing (Lua 5.4 dropped the cache too): each state makes its own.
+ */
+function unshareClosures(p: Proto & { p?: Proto[] }): void {
+  Object.defineProperty(p, 'cache', { get: () => null, set: () => {} });
+  for (const inner of p.p ?? []) unshareClosures(inner);
+}
+
 // Last, so that everything it touches is initialised.
 /** The speed internals, or null when the gate is shut. */
 export const internals: FengariInternals | null = internalsOff === null ? speedInternals() : null;
@@ -1310,5 +1378,5 @@ function speedInternals(): FengariInternals {
   NIL = lobject.luaO_nilobject;
   TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
   installWriteLog();
-  return { installFastCalls, extremum, stackSlots, releaseDeadSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities };
+  return { installFastCalls, extremum, loadChunk, stackSlots, releaseDeadSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities };
 }

@@ -118,6 +118,9 @@ function onPatternSteps(L: unknown, steps: number): void {
   active?.charge(L, steps / PATTERN_STEPS_PER_INSTRUCTION);
 }
 
+/** Compiles text, or reuses the prototypes compiled for the same text (decision 0074). */
+const loadChunk: (L: any, text: string, chunkName: string) => number =
+  internals?.loadChunk ?? ((L, text, chunkName) => lauxlib.luaL_loadbufferx(L, to_luastring(text), null, to_luastring(chunkName), to_luastring('t')));
 const stackSlots = internals?.stackSlots;
 const releaseDeadSlots = internals?.releaseDeadSlots;
 /** True when thread `L` holds more stack than any honest script needs. */
@@ -318,7 +321,7 @@ export class Sandbox {
         return sqrt(x)
       end
     `;
-    const loaded = lauxlib.luaL_loadbufferx(L, to_luastring(prelude), null, to_luastring('=prelude'), to_luastring('t'));
+    const loaded = loadChunk(L, prelude, '=prelude');
     if (loaded !== lua.LUA_OK) throw new Error(`prelude: ${lua.lua_tojsstring(L, -1)}`);
     lua.lua_call(L, 0, 0);
   }
@@ -478,7 +481,7 @@ export class Sandbox {
   /** Compiles text (never binary) onto the stack; a syntax error comes back as a failure. */
   compile(text: string, chunkName: string): { ok: true } | { ok: false; message: string } {
     const L = this.L;
-    const status = lauxlib.luaL_loadbufferx(L, to_luastring(text), null, to_luastring(chunkName), to_luastring('t'));
+    const status = loadChunk(L, text, chunkName);
     if (status === lua.LUA_OK) return { ok: true };
     const message = errorText(L, -1);
     lua.lua_pop(L, 1);
@@ -523,7 +526,7 @@ export class Sandbox {
     const text = this.source.read(path);
     if (text === null) return lauxlib.luaL_error(L, to_luastring(`module '${name}' not found (require_not_found)`));
     this.charge(L, text.length);
-    const status = lauxlib.luaL_loadbufferx(L, to_luastring(text), null, to_luastring('@' + path), to_luastring('t'));
+    const status = loadChunk(L, text, '@' + path);
     if (status !== lua.LUA_OK) {
       return lauxlib.luaL_error(L, to_luastring(`module '${name}' failed to compile (require_failed): ${errorText(L, -1)}`));
     }
