@@ -587,6 +587,24 @@ suite('VMs that run the same files', () => {
     expect(JSON.parse(old.viewJson('p')).version).toBe(2);
   });
 
+  it('keeps a bounded number of compiled files: the least recently loaded is compiled again', () => {
+    const { loadChunk } = internals!;
+    const L = lauxlib.luaL_newstate();
+    const protoOf = (text: string): object => {
+      expect(loadChunk(L, text, '=bound')).toBe(lua.LUA_OK);
+      const p = (L as { stack: ClosureValue[]; top: number }).stack[(L as { top: number }).top - 1]!.value.p;
+      lua.lua_pop(L, 1);
+      return p;
+    };
+    const first = protoOf('return 0');
+    const recent = protoOf('return 1');
+    expect(protoOf('return 0')).toBe(first);
+    for (let i = 2; i < 300; i++) protoOf(`return ${i}`);
+    expect(protoOf('return 299')).toBe(protoOf('return 299'));
+    expect(protoOf('return 1')).not.toBe(recent);
+    expect(protoOf('return 0')).not.toBe(first);
+  });
+
   it('a file that does not compile is reported every time, never kept', () => {
     for (let i = 0; i < 2; i++) expect(() => vmOf('function tick(state) return state')).toThrow(/match\.lua.*expected/);
   });

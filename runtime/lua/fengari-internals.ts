@@ -1323,8 +1323,13 @@ type Proto = { upvalues: unknown[]; cache: unknown };
 
 /** Compiled chunks by name and text, least recently used first. */
 const chunks = new Map<string, Proto>();
-/** Bounds the texts the chunk cache keeps as keys (an edited file's old text stays until pushed out). */
-const CHUNK_TEXT_LIMIT = 32 * 1024 * 1024;
+/**
+ * Bound the cache: an edited file's old text and code stay until pushed out,
+ * and code takes about ten times the memory of its text. A game directory
+ * holds far less; a chunk pushed out is compiled again on its next load.
+ */
+const CHUNKS_MAX = 256;
+const CHUNK_TEXT_LIMIT = 8 * 1024 * 1024;
 let chunkText = 0;
 
 function loadChunk(L: any, text: string, chunkName: string): number {
@@ -1352,7 +1357,7 @@ function keepChunk(key: string, p: Proto): void {
   chunks.set(key, p);
   chunkText += key.length;
   for (const [old] of chunks) {
-    if (chunkText <= CHUNK_TEXT_LIMIT) break;
+    if (chunkText <= CHUNK_TEXT_LIMIT && chunks.size <= CHUNKS_MAX) break;
     chunks.delete(old);
     chunkText -= old.length;
   }
