@@ -516,6 +516,38 @@ suite('a VM between calls', () => {
   });
 });
 
+suite('table writes', () => {
+  // The internals add new string and integer keys themselves (without ltable.js's Map.clear per key).
+  it('keep insertion order, traversals that delete as they go, and re-added keys as Lua has them', () => {
+    const { vm } = vmOf(`
+      function init()
+        local t = {}
+        for i = 1, 10 do t["k" .. i] = i; t[i] = -i end
+        local seen = 0
+        for k in pairs(t) do t[k] = nil; seen = seen + 1 end
+        assert(seen == 20 and next(t) == nil, "cleared while traversed")
+        t.b = 1; t[2] = 2; t.a = 3; t[1] = 4; t.b = 5; t[2.0] = 6
+        local order = {}
+        for k, v in pairs(t) do order[#order + 1] = tostring(k) .. "=" .. tostring(v) end
+        assert(table.concat(order, ",") == "b=5,2=6,a=3,1=4", table.concat(order, ","))
+        assert(#t == 2 and math.type(next(t, "a")) == "integer")
+        local list = {}
+        for i = 1, 5 do table.insert(list, i * 10) end
+        table.remove(list, 2)
+        list[#list + 1] = 99
+        return { order = order, list = list }
+      end
+      function join(id, state) return state end
+      function leave(id, state) return state end
+      function handle_input(id, input, state) return state end
+      function tick(state) return state end
+      function get_state(id, state) return state end`);
+    expect(vm.init()).toEqual({ ok: true });
+    vm.join('p');
+    expect(JSON.parse(vm.viewJson('p'))).toEqual({ order: ['b=5', '2=6', 'a=3', '1=4'], list: [10, 30, 40, 50, 99] });
+  });
+});
+
 type ClosureValue = { value: { p: object; upvals: object[] } };
 /** The Lua function in global `name` of a VM, as fengari holds it. */
 function closureOf(vm: unknown, name: string): ClosureValue['value'] {
