@@ -235,7 +235,7 @@ describe('the operator console in Chromium', () => {
     await go('Economy', 'Economy');
     await page.getByRole('cell', { name: 'Iron Sword' }).waitFor();
     await page.getByRole('link', { name: 'Listings' }).click();
-    await page.getByRole('cell', { name: '120' }).waitFor();
+    await page.getByRole('cell', { name: '120', exact: true }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/console/economy/listings');
     await shot('economy');
 
