@@ -1394,7 +1394,8 @@ function loadChunk(L: any, text: string, chunkName: string): number {
   for (let i = 0; i < cl.nupvalues; i++) cl.upvals[i] = new lobject.TValue(LUA_TNIL, null);
   // As lua_load: the first upvalue of a main chunk is its _ENV, the globals.
   if (cl.nupvalues >= 1) cl.upvals[0].setfrom(registryValue(L, lua.LUA_RIDX_GLOBALS));
-  lua.lua_pushnil(L);
+  // As the parser pushes its closure: the stack grows if it must.
+  ldo.luaD_inctop(L);
   L.stack[L.top - 1].setclLvalue(cl);
   return lua.LUA_OK;
 }
