@@ -1053,12 +1053,19 @@ function installWriteLog(): void {
 type DeadList = { size: number; clear(): void };
 type WritableTable = Table & { l: Entry | undefined; dead_strong: DeadList; dead_weak: unknown };
 
-function addEntry(t: WritableTable, hash: unknown, key: TValue, value: TValue): void {
+/** A write of `value` (not nil) under `hash`: the live entry's value in place, as ltable.js does, or a new entry appended. */
+function writeKey(t: WritableTable, hash: unknown, keyType: number, keyValue: unknown, value: TValue): void {
+  const e = t.strong.get(hash);
+  if (e !== undefined) {
+    e.value.type = value.type;
+    e.value.value = value.value;
+    return;
+  }
   if (t.dead_strong.size !== 0) t.dead_strong.clear();
   t.dead_weak = undefined;
   const prev = t.l;
   // The shape of ltable.js's entries, so that every table's entries stay one hidden class.
-  const entry = { key, value, p: prev, n: undefined };
+  const entry = { key: new lobject.TValue(keyType, keyValue), value: new lobject.TValue(value.type, value.value), p: prev, n: undefined };
   if (!t.f) t.f = entry;
   if (prev) prev.n = entry;
   t.strong.set(hash, entry);
@@ -1069,23 +1076,14 @@ function newKeysWithoutClear(original: (L: any, t: Table, key: TValue, value: TV
   return (L, t, key, value) => {
     const type = key.type;
     if ((type !== T_SHRSTR && type !== T_LNGSTR && type !== T_NUMINT) || value.type === LUA_TNIL) return original(L, t, key, value);
-    const hash = type === T_NUMINT ? key.value : lstring.luaS_hashlongstr(key.value);
-    const e = t.strong.get(hash);
-    if (e !== undefined) {
-      e.value.type = value.type;
-      e.value.value = value.value;
-    } else addEntry(t as WritableTable, hash, new lobject.TValue(type, key.value), new lobject.TValue(value.type, value.value));
+    writeKey(t as WritableTable, type === T_NUMINT ? key.value : lstring.luaS_hashlongstr(key.value), type, key.value, value);
   };
 }
 
 function newIntKeysWithoutClear(original: (t: Table, key: number, value: TValue) => void): (t: Table, key: number, value: TValue) => void {
   return (t, key, value) => {
     if (value.type === LUA_TNIL) return original(t, key, value);
-    const e = t.strong.get(key);
-    if (e !== undefined) {
-      e.value.type = value.type;
-      e.value.value = value.value;
-    } else addEntry(t as WritableTable, key, new lobject.TValue(T_NUMINT, key), new lobject.TValue(value.type, value.value));
+    writeKey(t as WritableTable, key, T_NUMINT, key, value);
   };
 }
 
