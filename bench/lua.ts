@@ -177,7 +177,7 @@ async function crossing(workers: number, matches = 500, seconds = 5): Promise<{ 
     ids: services.ids,
     kinds: LANE_KINDS,
   });
-  pool.subscribe('match', (e) => void (e.k === 'state' && states++));
+  pool.subscribe('match', (e) => void (e.k === 'states' && (states += e.matchIds.length)));
   const join = (id: string, playerId: string) => pool.request(id, { ok: false }, (req) => ({ kind: 'match', op: 'join', req, matchId: id, playerId, ctx: {} }));
   const ids = Array.from({ length: matches }, (_, i) => `m${i}`);
   for (const id of ids) pool.assign(id);
@@ -189,10 +189,10 @@ async function crossing(workers: number, matches = 500, seconds = 5): Promise<{ 
       let slot = 0;
       const turn = () => {
         if (Date.now() >= until) return resolve();
-        for (let i = slot; i < matches; i += 100) {
-          pool.queue(ids[i]!, { kind: 'match', op: 'input', matchId: ids[i]!, playerId: 'a', input: { dx: 1, dy: 0 } });
-          pool.queue(ids[i]!, { kind: 'match', op: 'tick', matchId: ids[i]!, due: Date.now() });
-        }
+        // As on the wheel: the inputs that arrived before the slot, then the slot's ticks.
+        const due = Date.now();
+        for (let i = slot; i < matches; i += 100) pool.queue(ids[i]!, { kind: 'match', op: 'input', matchId: ids[i]!, playerId: 'a', input: { dx: 1, dy: 0 } });
+        for (let i = slot; i < matches; i += 100) pool.queue(ids[i]!, { kind: 'match', op: 'tick', matchIds: [ids[i]!], due });
         pool.flush();
         slot = (slot + 1) % 100;
         setTimeout(turn, 1);

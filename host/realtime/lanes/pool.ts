@@ -16,7 +16,7 @@ import type { AwaitedBindings, JsonValue, ScriptBinding, ScriptBindings, ScriptS
 import type { Clock, RateLimiter } from '../../../runtime/contracts/context';
 import type { IdSource } from '../../../runtime/platform/ids';
 import type { RateLimitGroup, RateRule } from '../../../runtime/contracts/settings';
-import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type EventOf, type LaneEvent, type WorkerData } from './protocol';
+import { ANSWERED, CLAIM, MEMORY_EXIT_CODE, mergeTicks, type Answer, type BindingAnswer, type BindingCall, type BindingShape, type Command, type EventOf, type LaneEvent, type WorkerData } from './protocol';
 import { ScriptRunner, type LaneKinds, type RunnerOptions } from './runner';
 import { TICK_MS } from './tick-wheel';
 
@@ -197,8 +197,9 @@ export class ScriptPool {
   queue(id: string, command: Command): void {
     const lane = this.#byMatch.get(id);
     if (!lane) return;
-    if (lane.pending.length === 0) lane.pendingSince = Date.now();
-    lane.pending.push(command);
+    const pending = lane.pending;
+    if (pending.length === 0) lane.pendingSince = Date.now();
+    if (pending.length === 0 || !mergeTicks(pending[pending.length - 1]!, command)) pending.push(command);
     if (command.op === 'tick') lane.ticking = true;
   }
 

@@ -29,8 +29,12 @@ export type MatchCommand =
   | { kind: 'match'; op: 'join'; req: number; matchId: string; playerId: string; ctx: JsonObject }
   | { kind: 'match'; op: 'leave'; matchId: string; playerId: string }
   | { kind: 'match'; op: 'input'; matchId: string; playerId: string; input: JsonObject }
-  /** `due`: epoch ms the tick was due on the main thread's wheel. */
-  | { kind: 'match'; op: 'tick'; matchId: string; due: number }
+  /**
+   * The ticks of one wheel slot on this lane, in the wheel's order; `due`:
+   * epoch ms the slot was due. One command, not one per match: a structured
+   * clone pays for every object and property name it carries (mergeTicks).
+   */
+  | { kind: 'match'; op: 'tick'; matchIds: string[]; due: number }
   | { kind: 'match'; op: 'close'; matchId: string }
   /** A vote the match opened has closed: the script's `vote_resolved` runs. */
   | { kind: 'match'; op: 'vote_resolved'; matchId: string; template: string; result: JsonObject };
@@ -82,10 +86,13 @@ export type MatchEvent =
   | { kind: 'match'; k: 'broadcast'; matchId: string; text: string }
   | { kind: 'match'; k: 'joinable'; matchId: string; joinable: boolean }
   /**
-   * A tick ran `lateMs` after it was due. `shared`: one `match.state` frame
-   * for everybody; otherwise `views` holds one frame per player.
+   * The `match.state` frames of a batch's ticks, as parallel lists (one
+   * object a batch instead of one per match and per view: decision 0075).
+   * Match `matchIds[i]` ran `lateMs[i]` after its tick was due and sent the
+   * next `counts[i]` of `frames`; frame `j` goes to player `to[j]`, or to
+   * the whole roster when that is null (the shared view).
    */
-  | { kind: 'match'; k: 'state'; matchId: string; lateMs: number; shared: string | null; views: [string, string][] }
+  | { kind: 'match'; k: 'states'; matchIds: string[]; lateMs: number[]; counts: number[]; to: (string | null)[]; frames: string[] }
   /** The tick was a whole period late when its turn came, so it did not run. */
   | { kind: 'match'; k: 'skipped'; matchId: string }
   /** The match has taken more than its share of the lane (fair-share.ts): this tick did not run. */
@@ -114,6 +121,17 @@ export type WorldEvent =
   | { kind: 'world'; k: 'finished'; worldId: string; result: JsonObject };
 
 export type LaneEvent = LaneWideEvent | MatchEvent | WorldEvent;
+
+/**
+ * Folds `next` into `last`, the lane's last pending command, when both are
+ * match ticks of the same slot, so that a slot's ticks on one lane travel as
+ * one command; false when they cannot be folded (`next` is then queued).
+ */
+export function mergeTicks(last: Command, next: Command): boolean {
+  if (last.kind !== 'match' || next.kind !== 'match' || last.op !== 'tick' || next.op !== 'tick' || last.due !== next.due) return false;
+  for (const id of next.matchIds) last.matchIds.push(id);
+  return true;
+}
 /** The events a subscriber of `kind` receives (answers never leave the pool). */
 export type EventOf<K extends LaneEvent['kind']> = Exclude<Extract<LaneEvent, { kind: K }>, { k: 'answer' }>;
 

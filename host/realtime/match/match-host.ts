@@ -292,17 +292,10 @@ export class MatchHost implements LiveMatches {
   /** What the lanes report: state frames, script effects, finished matches. */
   onLaneEvent(e: EventOf<'match'>): void {
     if (e.k === 'thinks') return this.#bots.recordThinks(e.buckets);
+    if (e.k === 'states') return this.#states(e);
     const match = this.#matches.get(e.matchId);
     if (!match) return;
     switch (e.k) {
-      case 'state':
-        match.inFlight = false;
-        this.#lateness.record(e.lateMs);
-        this.sessions.metrics.tickLateness(e.lateMs);
-        if (!match.life.running) return;
-        if (e.shared !== null) return this.#toRoster(match, e.shared, this.#stateSent);
-        for (const [playerId, text] of e.views) if (match.roster.has(playerId)) this.sessions.pushText(playerId, text, this.#stateSent);
-        return;
       case 'skipped':
         match.inFlight = false;
         return this.#skipped(1);
@@ -330,6 +323,27 @@ export class MatchHost implements LiveMatches {
         return;
       case 'bots':
         return this.#bots.request(match, e.op, e.name);
+    }
+  }
+
+  /** The views of a batch's ticks to their players (protocol.ts says how the lists line up). */
+  #states(e: EventOf<'match'> & { k: 'states' }): void {
+    const { matchIds, lateMs, counts, to, frames } = e;
+    let next = 0;
+    for (let i = 0; i < matchIds.length; i++) {
+      const first = next;
+      next += counts[i]!;
+      const match = this.#matches.get(matchIds[i]!);
+      if (!match) continue;
+      match.inFlight = false;
+      this.#lateness.record(lateMs[i]!);
+      this.sessions.metrics.tickLateness(lateMs[i]!);
+      if (!match.life.running) continue;
+      for (let j = first; j < next; j++) {
+        const playerId = to[j];
+        if (playerId === null) this.#toRoster(match, frames[j]!, this.#stateSent);
+        else if (match.roster.has(playerId!)) this.sessions.pushText(playerId!, frames[j]!, this.#stateSent);
+      }
     }
   }
 
@@ -417,7 +431,7 @@ export class MatchHost implements LiveMatches {
     // The lane has not answered the previous tick (a script at its deadline): skip, never queue.
     if (match.inFlight) return this.#skipped(1);
     match.inFlight = true;
-    this.pool.queue(match.id, { kind: 'match', op: 'tick', matchId: match.id, due });
+    this.pool.queue(match.id, { kind: 'match', op: 'tick', matchIds: [match.id], due });
   }
 
   /** Counted in the lateness histogram; logged at most once per SKIP_LOG_EVERY_MS with the count since. */

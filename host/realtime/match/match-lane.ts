@@ -8,7 +8,7 @@ import type { JsonObject, ModeInfo } from '../../../runtime/lua/host-interface';
 import { MatchVm } from '../../../runtime/lua/match';
 import { parseVoteConfig } from '../../../runtime/votes/engine';
 import { isBotId } from '../../../runtime/bots/ids';
-import type { Answer, MatchCommand } from '../lanes/protocol';
+import type { Answer, MatchCommand, MatchEvent } from '../lanes/protocol';
 import type { LaneContext, LaneHandler } from '../lanes/runner';
 import { TICK_MS } from '../lanes/tick-wheel';
 import type { ShareAccount } from '../lanes/fair-share';
@@ -31,9 +31,18 @@ interface LaneMatch {
   share: ShareAccount;
 }
 
+type StatesEvent = Extract<MatchEvent, { k: 'states' }>;
+
 export class MatchLane implements LaneHandler<MatchCommand> {
   readonly #matches = new Map<string, LaneMatch>();
   readonly #bots: LaneBots;
+  /**
+   * The views of this batch's ticks, in tick order, sent after the batch as
+   * one event (decision 0075). A match's other events of the tick (its
+   * broadcasts, sends, a vote) go out as they happen, so they still reach
+   * its players before its view.
+   */
+  #states: StatesEvent | null = null;
 
   constructor(private readonly lane: LaneContext) {
     this.#bots = new LaneBots({
@@ -81,7 +90,8 @@ export class MatchLane implements LaneHandler<MatchCommand> {
       case 'input':
         return this.#matches.get(c.matchId)?.vm.input(c.playerId, c.input);
       case 'tick':
-        return this.#tick(c.matchId, c.due);
+        for (const matchId of c.matchIds) this.#tick(matchId, c.due);
+        return;
       case 'close':
         return this.#close(c.matchId);
       case 'vote_resolved': {
@@ -94,8 +104,12 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     }
   }
 
-  /** Think times cross to the main thread once per batch, only the buckets that counted anything. */
+  /** The batch's views go as one event; think times cross once per batch, only the buckets that counted anything. */
   afterBatch(): void {
+    if (this.#states !== null) {
+      this.lane.emit(this.#states);
+      this.#states = null;
+    }
     const thinks = this.#bots.takeThinks();
     if (!thinks) return;
     const buckets: [number, number][] = [];
@@ -186,28 +200,40 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     if (r.finished) return this.#finish(matchId, r.finished.result);
     if (!m.voting) this.#requestVote(matchId, m);
     if (m.phases?.tick(TICK_MS)) return this.#finish(matchId, { status: 'phases_complete' });
-    let shared: string | null = null;
-    const views: [string, string][] = [];
+    const out = (this.#states ??= { kind: 'match', k: 'states', matchIds: [], lateMs: [], counts: [], to: [], frames: [] });
+    const mark = out.frames.length;
     if (m.mode.state_strategy === 'shared') {
       const first = m.players.values().next();
       const view = first.done ? null : m.vm.viewJson(first.value);
-      if (view !== null) shared = stateFrame(view);
+      if (view !== null) {
+        out.to.push(null);
+        out.frames.push(stateFrame(view));
+      }
       for (const playerId of m.players) if (view !== null && this.#bots.drives(matchId, playerId)) this.#botInput(m, matchId, playerId, view);
     } else {
       for (const playerId of m.players) {
         const view = m.vm.viewJson(playerId);
         // A bot's view goes to its think, never to a socket.
         if (this.#bots.drives(matchId, playerId)) this.#botInput(m, matchId, playerId, view);
-        else views.push([playerId, stateFrame(view)]);
+        else {
+          out.to.push(playerId);
+          out.frames.push(stateFrame(view));
+        }
       }
     }
     const outcome = m.vm.finished();
-    if (outcome) return this.#finish(matchId, outcome.result);
-    const failure = m.vm.takeLimitFailure();
+    const failure = outcome ? null : m.vm.takeLimitFailure();
     m.failing = failure ? m.failing + 1 : 0;
     m.lastFailure = failure;
-    if (failure && m.failing >= this.lane.failingTicksMax) return this.#stopFailing(matchId, m, failure);
-    this.lane.emit({ kind: 'match', k: 'state', matchId, lateMs, shared, views });
+    if (outcome || (failure && m.failing >= this.lane.failingTicksMax)) {
+      // A tick that ends the match sends no view.
+      out.to.length = mark;
+      out.frames.length = mark;
+      return outcome ? this.#finish(matchId, outcome.result) : this.#stopFailing(matchId, m, failure!);
+    }
+    out.matchIds.push(matchId);
+    out.lateMs.push(lateMs);
+    out.counts.push(out.frames.length - mark);
   }
 
   /** A bot's decision is queued like a human's input: the next tick's `handle_input` sees it. */
