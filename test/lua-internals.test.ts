@@ -6,6 +6,7 @@ import fengari from 'fengari';
 import { fengariVersion, internals, internalsOff, WRITTEN_FOR } from '../runtime/lua/fengari-internals';
 import type { JsonObject, ModeInfo, ZoneServices } from '../runtime/lua/host-interface';
 import { diffEntities, jsString, type JsonRecord } from '../runtime/lua/marshal';
+import { MatchVm } from '../runtime/lua/match';
 import { ZoneVm } from '../runtime/lua/world';
 import type { Logger } from '../runtime/platform/log';
 import { runShapes } from './fixtures/lua-shapes';
@@ -643,3 +644,59 @@ suite('VMs that run the same files', () => {
 });
 
 if (AS_SCRIPT) process.stdout.write(JSON.stringify(worldTables()));
+
+suite('reading ahead a batch of VMs (decision 0076)', () => {
+  // Every kind of state a batch may hold: nested tables, a cycle, an empty table, more entries than
+  // the read-ahead's bound, metatables whose metamethods count the reads and writes that reach them,
+  // callbacks that are Lua functions with upvalues and one that is a host function.
+  const SCRIPT = `
+    local touched = 0
+    local watch = { __index = function(t, k) touched = touched + 1 end, __newindex = function(t, k, v) touched = touched + 1; rawset(t, k, v) end }
+    function init(config)
+      local state = { n = 0, players = {}, nested = { deep = { deeper = { x = 1 } } }, empty = {}, big = {} }
+      state.self = state
+      for i = 1, 200 do state.big[i] = { i = i } end
+      state.players.a = setmetatable({ x = 1, y = 2 }, watch)
+      return setmetatable(state, watch)
+    end
+    function join(id, state) return state end
+    function leave(id, state) return state end
+    function handle_input(id, input, state) return state end
+    vote_requested = print
+    function tick(state)
+      rawset(state, "n", rawget(state, "n") + 1)
+      return state
+    end
+    function get_state(id, state) return { n = rawget(state, "n"), touched = touched, big = #rawget(state, "big") } end`;
+
+  function batch(count: number) {
+    const vms = Array.from({ length: count }, () => vmOf(SCRIPT).vm);
+    for (const vm of vms) {
+      expect(vm.init()).toEqual({ ok: true });
+      vm.join('p');
+    }
+    return vms;
+  }
+
+  it('changes nothing a script or a view can see, and runs no metamethod', () => {
+    const read = batch(3);
+    const plain = batch(3);
+    for (let t = 0; t < 5; t++) {
+      MatchVm.readAhead(read);
+      for (const vm of [...read, ...plain]) expect(vm.tick().tick).toEqual({ ok: true });
+      const views = [...read, ...plain].map((vm) => JSON.parse(vm.viewJson('p')));
+      for (const view of views) expect(view).toEqual({ n: t + 1, touched: 0, big: 200 });
+    }
+  });
+
+  it('takes a batch with a closed VM, a VM that has no state yet and an empty batch', () => {
+    const [open, closed] = batch(2);
+    closed!.close();
+    const fresh = vmOf(SCRIPT).vm;
+    MatchVm.readAhead([]);
+    MatchVm.readAhead([open!, closed!, fresh]);
+    expect(open!.tick().tick).toEqual({ ok: true });
+    expect(JSON.parse(open!.viewJson('p'))).toEqual({ n: 1, touched: 0, big: 200 });
+    expect(fresh.init()).toEqual({ ok: true });
+  });
+});

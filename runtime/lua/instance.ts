@@ -30,6 +30,11 @@ export class RegistrySlot {
     return this.#ref === lua.LUA_NOREF;
   }
 
+  /** Its registry slot (LUA_NOREF while empty). */
+  get ref(): number {
+    return this.#ref;
+  }
+
   /** Pushes the value, or nil while the slot is empty. */
   push(): void {
     if (this.#ref === lua.LUA_NOREF) lua.lua_pushnil(this.L);

@@ -289,6 +289,14 @@ export const numberPairs: (L: any, index: number, a: LuaStringObject, b: LuaStri
 export type { Box, EntitySink, JsonRecord, WriteLog };
 
 /**
+ * Reads ahead, across a batch of states about to be called, what the calls
+ * will read first: the globals `names` and their upvalues, the stack, the
+ * table in registry slot `refs[i]` of `Ls[i]`. Changes nothing; without the
+ * internals it does nothing (the public API reads one value at a time).
+ */
+export const readAhead: (Ls: readonly any[], refs: readonly number[], names: readonly LuaStringObject[]) => void = internals ? internals.readAhead : () => {};
+
+/**
  * The table writes of a call, so that a refused call can be undone in place
  * (`undo` puts back the tables reachable from the table at `index`). Null
  * when the internals are off: callers then copy the table before the call.

@@ -17,7 +17,7 @@ import {
   type TickResult,
 } from './host-interface';
 import { RegistrySlot, ScriptInstance } from './instance';
-import { isObjectJson, MarshalError, pushJson, pushStringObject, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
+import { isObjectJson, MarshalError, pushJson, pushStringObject, readAhead, stringObject, toJson, toJsonText, type LuaStringObject } from './marshal';
 import { installGameTable } from './game-table';
 import { lua } from './vm';
 
@@ -43,6 +43,9 @@ const NAMES = {
   _finished: stringObject('_finished'),
   _result: stringObject('_result'),
 };
+
+/** The callbacks a tick may call, in the order it calls them. */
+const TICK_CALLBACKS = [NAMES.handle_input, NAMES.tick, NAMES.vote_requested, NAMES.get_state];
 
 /**
  * Inputs a match holds between two of its ticks. Each socket may send 60
@@ -95,6 +98,21 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
     const loaded = vm.evaluate();
     if (!loaded.ok) throw new Error(`${options.mode.file}: ${loaded.error}`);
     return vm;
+  }
+
+  /**
+   * Before a lane runs the ticks of `vms`: reads ahead, across them all, what
+   * their ticks read first (marshal.ts's readAhead, decision 0076).
+   */
+  static readAhead(vms: readonly MatchVm[]): void {
+    const Ls: any[] = [];
+    const refs: number[] = [];
+    for (const vm of vms) {
+      if (vm.closed) continue;
+      Ls.push(vm.L);
+      refs.push(vm.state.ref);
+    }
+    readAhead(Ls, refs, TICK_CALLBACKS);
   }
 
   init(): CallResult {

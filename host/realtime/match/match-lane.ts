@@ -89,9 +89,16 @@ export class MatchLane implements LaneHandler<MatchCommand> {
       }
       case 'input':
         return this.#matches.get(c.matchId)?.vm.input(c.playerId, c.input);
-      case 'tick':
+      case 'tick': {
+        const vms: MatchVm[] = [];
+        for (const matchId of c.matchIds) {
+          const m = this.#matches.get(matchId);
+          if (m) vms.push(m.vm);
+        }
+        MatchVm.readAhead(vms);
         for (const matchId of c.matchIds) this.#tick(matchId, c.due);
         return;
+      }
       case 'close':
         return this.#close(c.matchId);
       case 'vote_resolved': {
