@@ -130,8 +130,8 @@ export interface FengariInternals {
   pushRegistry(L: any, ref: number): void;
   /** Pushes a JSON value as one Lua value; the caller guarantees stack room. */
   pushJson(L: any, value: unknown): void;
-  /** The value at `index` as JSON text, or undefined for what JSON cannot hold. */
-  toJsonText(L: any, index: number): string | undefined;
+  /** The value at `index` as JSON text, or undefined for what JSON cannot hold (with `objectOnly`, for anything but an object). */
+  toJsonText(L: any, index: number, objectOnly?: boolean): string | undefined;
   /**
    * Entries of the table at `index` keyed by strings whose values are tables
    * with numbers under keys `a` and `b`; with `inside`, only those whose pair
@@ -759,9 +759,12 @@ function keyValue(key: string): TValue {
   return tv;
 }
 
-function toJsonText(L: any, index: number): string | undefined {
+function toJsonText(L: any, index: number, objectOnly = false): string | undefined {
   const slot: TValue | undefined = index > 0 ? L.stack[L.ci.funcOff + index] : L.stack[L.top + index];
-  return slot === undefined ? undefined : valueText(slot, 0);
+  if (slot === undefined) return undefined;
+  // Decided from the keys, not from the text's first character: reading a character of the text joins its pieces into one string, and the frame built around it is joined again when it crosses to the main thread.
+  if (objectOnly && (slot.type !== T_TABLE || sequenceLength(slot.value as Table) > 0)) return undefined;
+  return valueText(slot, 0);
 }
 
 /** Decoded entity ids: the same id string object comes back every tick. */
@@ -850,34 +853,36 @@ function tableText(t: Table, depth: number): string {
   return keys ? out + '}' : emptyTableText(depth);
 }
 
-/** A table with a key other than a plain string: an array when the kept keys are exactly 1..n, else an object in JSON.stringify's key order. */
-function shapedTableText(t: Table, depth: number): string {
+/** n when a table's kept keys are exactly the integers 1..n, so that it is written as a JSON array; else 0. */
+function sequenceLength(t: Table): number {
   let n = 0;
-  let ints = 0;
-  let min = Infinity;
-  let max = -Infinity;
+  let max = 0;
   for (let e = t.f; e !== undefined; e = e.n) {
     const k = e.key;
     switch (k.type) {
       case T_NUMINT:
+        if (k.value < 1) return 0;
         n++;
-        ints++;
-        if (k.value < min) min = k.value;
         if (k.value > max) max = k.value;
         break;
       case T_SHRSTR:
       case T_LNGSTR:
       case T_NUMFLT:
       case T_BOOLEAN:
-        n++;
-        break;
+        return 0;
       default:
       // Other keys are dropped and do not count.
     }
   }
+  return max <= n ? n : 0;
+}
+
+/** A table with a key other than a plain string: an array when the kept keys are exactly 1..n, else an object in JSON.stringify's key order. */
+function shapedTableText(t: Table, depth: number): string {
+  const n = sequenceLength(t);
   const next = depth + 1;
 
-  if (ints === n && min >= 1 && max <= n) {
+  if (n > 0) {
     let out = '[';
     for (let i = 1; i <= n; i++) {
       const v = valueText((t.strong.get(i) as Entry).value, next);

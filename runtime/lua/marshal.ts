@@ -129,12 +129,15 @@ export function toJson(L: any, index: number): JsonValue | undefined {
  * The Lua value at stack `index` as JSON text (exactly `JSON.stringify` of
  * what `toJson` returns), or `undefined` for values JSON cannot hold. The
  * host sends views as text, so they never become JS objects on the way.
+ * With `objectOnly` (a view), `undefined` too for what is not written as a
+ * JSON object.
  */
-export const toJsonText: (L: any, index: number) => string | undefined = internals
+export const toJsonText: (L: any, index: number, objectOnly?: boolean) => string | undefined = internals
   ? internals.toJsonText
-  : (L, index) => {
+  : (L, index, objectOnly = false) => {
       if (lua.lua_type(L, index) === lua.LUA_TNONE) return undefined;
-      return valueText(L, lua.lua_absindex(L, index), 0);
+      const text = valueText(L, lua.lua_absindex(L, index), 0);
+      return objectOnly && text?.charCodeAt(0) !== 123 ? undefined : text;
     };
 
 /** Tables being encoded, by depth: a table that is its own ancestor is a cycle. */

@@ -222,9 +222,8 @@ export class MatchVm extends ScriptInstance<Callback> implements MatchRuntime {
     let text = EMPTY_VIEW;
     if (out.results > 0 && lua.lua_type(L, -out.results) === lua.LUA_TTABLE) {
       try {
-        const encoded = toJsonText(L, -out.results);
         // Only an object is a view; a table that encodes as an array is not.
-        if (encoded !== undefined && encoded.charCodeAt(0) === 123) text = encoded;
+        text = toJsonText(L, -out.results, true) ?? EMPTY_VIEW;
       } catch (err) {
         this.report('get_state', 'malformed', (err as Error).message);
       }

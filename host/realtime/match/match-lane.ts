@@ -96,7 +96,13 @@ export class MatchLane implements LaneHandler<MatchCommand> {
           if (m) vms.push(m.vm);
         }
         MatchVm.readAhead(vms);
-        for (const matchId of c.matchIds) this.#tick(matchId, c.due);
+        for (const matchId of c.matchIds) {
+          try {
+            this.#tick(matchId, c.due);
+          } catch (err) {
+            this.#tickFailed(matchId, err);
+          }
+        }
         return;
       }
       case 'close':
@@ -163,6 +169,25 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     const phases = MatchPhases.start(vm, log, (phase) => lane.emit({ kind: 'match', k: 'phase', matchId, phase }));
     this.#matches.set(matchId, { vm, mode, players: new Set(), failing: 0, lastFailure: null, voting: false, phases, share: lane.shares.account(performance.now()) });
     return { ok: true };
+  }
+
+  /**
+   * A tick that threw (a host bug: the VM contains script failures itself).
+   * The slot's other ticks share its command, so it is caught here, not by
+   * the runner: they run, the views already kept for the batch stay lined up
+   * with their matches, and this match's tick counts as skipped, which frees
+   * it for its next one on the main thread.
+   */
+  #tickFailed(matchId: string, err: unknown): void {
+    const out = this.#states;
+    if (out !== null) {
+      let kept = 0;
+      for (const n of out.counts) kept += n;
+      out.to.length = kept;
+      out.frames.length = kept;
+    }
+    this.lane.log.error('script_command_failed', { op: 'tick', match_id: matchId, error: err instanceof Error ? err.message : String(err) });
+    this.lane.emit({ kind: 'match', k: 'skipped', matchId });
   }
 
   /** Ends a match whose ticks failed `match_failing_ticks_max` times in a row. */
