@@ -20,11 +20,13 @@ export const Uuid = z.string().meta({ format: 'uuid', description: 'UUIDv7, lowe
  * first). An absent or non-string id fails like any other field.
  */
 export function idOf(notFound: ErrorCode, what = 'record'): z.ZodType<string, string> {
+  // Lowercased in place (a check of the string, not a transform piped into a second schema):
+  // authenticated reads by id parse this on every request.
   return z
     .string()
-    .transform((s) => s.toLowerCase())
+    .toLowerCase()
     .refine((s) => isUuid(s), coded(notFound, `No such ${what}.`))
-    .meta({ format: 'uuid' }) as unknown as z.ZodType<string, string>;
+    .meta({ format: 'uuid' });
 }
 
 /** The most a message holds, chat line and direct message alike (one content rule: runtime/social/messages.ts). */
