@@ -700,3 +700,48 @@ suite('reading ahead a batch of VMs (decision 0076)', () => {
     expect(fresh.init()).toEqual({ ok: true });
   });
 });
+
+suite('VMs that share their library keys (decision 0077)', () => {
+  const SCRIPT = `
+    function init() return { n = 0 } end
+    function join(id, state) return state end
+    function leave(id, state) return state end
+    function handle_input(id, input, state) return state end
+    function tick(state)
+      -- Each VM changes the shared-key tables its own way.
+      if state.n == 0 and marker == "a" then math.pi = 3; string.upper = nil; rawset(table, "extra", 1) end
+      state.n = state.n + 1
+      return state
+    end
+    function get_state(id, state)
+      local keys = 0
+      for k in pairs(math) do keys = keys + 1 end
+      return { pi = math.pi, upper = string.upper ~= nil, extra = table.extra, floor = math.floor(2.5), keys = keys, fmt = string.format("%d-%s", 7, "x") }
+    end`;
+
+  it('finds every library function, keeps each VM its own tables, and shares one string object per key between VMs', () => {
+    const a = vmOf(`marker = "a"\n${SCRIPT}`).vm;
+    const b = vmOf(`marker = "b"\n${SCRIPT}`).vm;
+    for (const vm of [a, b]) {
+      expect(vm.init().ok).toBe(true);
+      vm.join('p');
+      vm.tick();
+    }
+    const before = JSON.parse(b.viewJson('p'));
+    expect(JSON.parse(a.viewJson('p'))).toEqual({ pi: 3, upper: false, extra: 1, floor: 2, keys: before.keys, fmt: '7-x' });
+    expect(before).toEqual({ pi: Math.PI, upper: true, floor: 2, keys: before.keys, fmt: '7-x' });
+    if (internals) {
+      const keyOf = (vm: unknown, lib: string, name: string) => {
+        const L = (vm as { sandbox: { L: { stack: { value: { strong: Map<unknown, { key: { value: unknown } }> } }[]; top: number } } }).sandbox.L;
+        lua.lua_getglobal(L, to_luastring(lib));
+        const table = L.stack[L.top - 1]!.value;
+        lua.lua_pop(L, 1);
+        for (const entry of table.strong.values()) if (jsString((entry.key.value as { realstring: Uint8Array }).realstring) === name) return entry.key.value;
+        return undefined;
+      };
+      expect(keyOf(a, 'math', 'floor')).toBeDefined();
+      expect(keyOf(a, 'math', 'floor')).toBe(keyOf(b, 'math', 'floor'));
+      expect(keyOf(a, 'string', 'format')).toBe(keyOf(b, 'string', 'format'));
+    }
+  });
+});

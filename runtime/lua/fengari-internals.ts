@@ -173,6 +173,13 @@ export interface FengariInternals {
    * time across the batch; it changes nothing.
    */
   readAhead(Ls: readonly any[], refs: readonly number[], names: readonly LuaStringObject[]): void;
+  /**
+   * Gives the string keys of the registry's tables (the globals, the standard
+   * libraries, the loaded modules), down to `depth` levels, one string object
+   * per text for the whole thread instead of one per state. Changes no value
+   * a script can see.
+   */
+  shareKeys(L: any, depth: number): void;
 }
 
 /** A JSON object as the entity diff keeps it. */
@@ -1389,6 +1396,70 @@ const CHUNKS_MAX = 256;
 const CHUNK_TEXT_LIMIT = 8 * 1024 * 1024;
 let chunkText = 0;
 
+// ---- shared keys ----------------------------------------------------------
+//
+// fengari makes each state its own string object for every key it sets: a
+// new byte array, with its own ArrayBuffer, per name of every library
+// function, and a key text built a byte at a time (luaS_hash), which V8 keeps
+// as a tree of one small string per byte. A state's libraries alone held
+// about 150 such keys, some 1,500 heap objects and 60 KB, which every full
+// collection of a lane with thousands of VMs marked again. Strings are
+// immutable in Lua, so every state of a thread can share one string object
+// per text, with its key text made once, flat (decision 0077).
+
+/** A key text as luaS_hash writes it ('|' and each byte in hex, unpadded), made in one piece. */
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16));
+function flatHash(bytes: Uint8Array): string {
+  const parts: string[] = new Array(bytes.length + 1);
+  parts[0] = '|';
+  for (let i = 0; i < bytes.length; i++) parts[i + 1] = HEX[bytes[i]!]!;
+  return parts.join('');
+}
+
+/** The thread's shared key strings by key text, bounded as the other caches here. */
+const sharedKeys = new Map<string, TString>();
+
+function sharedKey(ts: TString): TString {
+  const text = flatHash(ts.realstring);
+  let shared = sharedKeys.get(text);
+  if (shared === undefined) {
+    if (sharedKeys.size >= CACHE_LIMIT) return ts;
+    shared = ts;
+    shared.hash = text;
+    sharedKeys.set(text, shared);
+  }
+  return shared;
+}
+
+function shareKeys(L: any, depth: number): void {
+  const seen = new Set<Table>();
+  const walk = (t: Table, level: number): void => {
+    if (seen.has(t)) return;
+    seen.add(t);
+    let rekeyed: Map<unknown, string> | null = null;
+    for (let e = t.f; e !== undefined; e = e.n) {
+      const k = e.key;
+      if (k.type === T_SHRSTR || k.type === T_LNGSTR) {
+        const own = k.value as TString;
+        const shared = sharedKey(own);
+        if (shared !== own) {
+          (rekeyed ??= new Map()).set(lstring.luaS_hashlongstr(own), shared.hash!);
+          k.value = shared;
+        }
+      }
+      if (level < depth && e.value.type === T_TABLE) walk(e.value.value as Table, level + 1);
+    }
+    // The index again with each key's text in its one flat copy (equal texts: every lookup finds what
+    // it found), built whole: deleting and re-adding keys would grow the old index's backing store.
+    if (rekeyed !== null) {
+      const index = new Map<unknown, Entry>();
+      for (const [key, entry] of t.strong) index.set(rekeyed.get(key) ?? key, entry);
+      t.strong = index;
+    }
+  };
+  walk(L.l_G.l_registry.value as Table, 0);
+}
+
 // ---- reading ahead ------------------------------------------------------
 //
 // A lane ticks each match once every 100 ms, between the ticks of hundreds
@@ -1518,5 +1589,5 @@ function speedInternals(): FengariInternals {
   NIL = lobject.luaO_nilobject;
   TOO_DEEP_VALUE = new lobject.TValue(T_LNGSTR, lstring.luaS_bless(null, to_luastring(TOO_DEEP)));
   installWriteLog();
-  return { installFastCalls, extremum, loadChunk, stackSlots, releaseDeadSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities, readAhead };
+  return { installFastCalls, extremum, loadChunk, stackSlots, releaseDeadSlots, stringObject, pushStringObject, pushGlobal, pushRegistry, pushJson, toJsonText, numberPairs, keepState, restoreState, beginWrites, endWrites, undoWrites, diffEntities, readAhead, shareKeys };
 }
