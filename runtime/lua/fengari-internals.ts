@@ -174,12 +174,12 @@ export interface FengariInternals {
    */
   readAhead(Ls: readonly any[], refs: readonly number[], names: readonly LuaStringObject[]): void;
   /**
-   * Gives the string keys of the registry's tables (the globals, the standard
-   * libraries, the loaded modules), down to `depth` levels, one string object
-   * per text for the whole thread instead of one per state. Changes no value
-   * a script can see.
+   * Gives the string keys of a new state's globals and of the tables in them
+   * (the standard libraries) one string object per text for the whole thread
+   * instead of one per state. Changes no value a script can see. For a state
+   * whose script has not run yet: its own tables would fill the shared cache.
    */
-  shareKeys(L: any, depth: number): void;
+  shareKeys(L: any): void;
 }
 
 /** A JSON object as the entity diff keeps it. */
@@ -1431,7 +1431,7 @@ function sharedKey(ts: TString): TString {
   return shared;
 }
 
-function shareKeys(L: any, depth: number): void {
+function shareKeys(L: any): void {
   const seen = new Set<Table>();
   const walk = (t: Table, level: number): void => {
     if (seen.has(t)) return;
@@ -1447,7 +1447,7 @@ function shareKeys(L: any, depth: number): void {
           k.value = shared;
         }
       }
-      if (level < depth && e.value.type === T_TABLE) walk(e.value.value as Table, level + 1);
+      if (level === 0 && e.value.type === T_TABLE) walk(e.value.value as Table, 1);
     }
     // The index again with each key's text in its one flat copy (equal texts: every lookup finds what
     // it found), built whole: deleting and re-adding keys would grow the old index's backing store.
@@ -1457,7 +1457,7 @@ function shareKeys(L: any, depth: number): void {
       t.strong = index;
     }
   };
-  walk(L.l_G.l_registry.value as Table, 0);
+  walk(registryValue(L, lua.LUA_RIDX_GLOBALS).value as Table, 0);
 }
 
 // ---- reading ahead ------------------------------------------------------

@@ -6,7 +6,7 @@
  */
 import { DEFAULT_BUDGETS, type Budgets, type CallResult, type FailureKind, isLimitKind, type JoinResult, type JsonObject, type LimitKind, type ScriptServices, type ScriptSource } from './host-interface';
 import { dirOf } from './game-declarations';
-import { jsString, pushGlobal, pushJson, pushRegistry, pushStringObject, shareKeys, stringObject, type LuaStringObject } from './marshal';
+import { jsString, pushGlobal, pushJson, pushRegistry, pushStringObject, stringObject, type LuaStringObject } from './marshal';
 import { SNAPSHOT_MAX_ENTRIES, VmSnapshot } from './snapshot';
 import { lauxlib, lua, Sandbox, type Outcome } from './vm';
 import type { LogFields } from '../platform/log';
@@ -96,8 +96,6 @@ export abstract class ScriptInstance<Callback extends string> {
 
   /** Compiles and runs the script body in this VM (creation and hot reload). */
   protected evaluate(): { ok: true } | { ok: false; error: string } {
-    // The libraries and the game table are in place: their keys become the thread's shared strings (decision 0077).
-    shareKeys(this.L, 2);
     this.#revision = this.#source.revision?.(this.file);
     return this.sandbox.runFile(this.file, this.budgets.heavy, this.budgets.loadMs);
   }

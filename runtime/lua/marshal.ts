@@ -300,13 +300,6 @@ export type { Box, EntitySink, JsonRecord, WriteLog };
 export const readAhead: (Ls: readonly any[], refs: readonly number[], names: readonly LuaStringObject[]) => void = internals ? internals.readAhead : () => {};
 
 /**
- * Shares the string keys of a state's library tables with every other state
- * of the thread (one string object per text; fengari makes each state its
- * own). Without the internals it does nothing.
- */
-export const shareKeys: (L: any, depth: number) => void = internals ? internals.shareKeys : () => {};
-
-/**
  * The table writes of a call, so that a refused call can be undone in place
  * (`undo` puts back the tables reachable from the table at `index`). Null
  * when the internals are off: callers then copy the table before the call.

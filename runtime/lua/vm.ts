@@ -247,6 +247,8 @@ export class Sandbox {
       lua.lua_pop(L, 1);
     }
     this.restrict();
+    // The libraries are in place and no script has run: their keys become the thread's shared strings (decision 0077).
+    internals?.shareKeys(L);
     lua.lua_sethook(L, hook, lua.LUA_MASKCOUNT, HOOK_EVERY);
   }
 
