@@ -1402,8 +1402,8 @@ let chunkText = 0;
 // new byte array, with its own ArrayBuffer, per name of every library
 // function, and a key text built a byte at a time (luaS_hash), which V8 keeps
 // as a tree of one small string per byte. A state's libraries alone held
-// about 150 such keys, some 1,500 heap objects and 60 KB, which every full
-// collection of a lane with thousands of VMs marked again. Strings are
+// some 700 heap objects and 33 KB of them, which every full collection of a
+// lane with thousands of VMs marked again. Strings are
 // immutable in Lua, so every state of a thread can share one string object
 // per text, with its key text made once, flat (decision 0077).
 
