@@ -340,9 +340,9 @@ export class MatchHost implements LiveMatches {
       this.sessions.metrics.tickLateness(lateMs[i]!);
       if (!match.life.running) continue;
       for (let j = first; j < next; j++) {
-        const playerId = to[j];
+        const playerId = to[j] as string | null;
         if (playerId === null) this.#toRoster(match, frames[j]!, this.#stateSent);
-        else if (match.roster.has(playerId!)) this.sessions.pushText(playerId!, frames[j]!, this.#stateSent);
+        else if (match.roster.has(playerId)) this.sessions.pushText(playerId, frames[j]!, this.#stateSent);
       }
     }
   }

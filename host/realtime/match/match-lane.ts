@@ -97,10 +97,11 @@ export class MatchLane implements LaneHandler<MatchCommand> {
         }
         MatchVm.readAhead(vms);
         for (const matchId of c.matchIds) {
+          const kept = this.#states?.frames.length ?? 0;
           try {
             this.#tick(matchId, c.due);
           } catch (err) {
-            this.#tickFailed(matchId, err);
+            this.#tickFailed(matchId, kept, err);
           }
         }
         return;
@@ -174,18 +175,12 @@ export class MatchLane implements LaneHandler<MatchCommand> {
   /**
    * A tick that threw (a host bug: the VM contains script failures itself).
    * The slot's other ticks share its command, so it is caught here, not by
-   * the runner: they run, the views already kept for the batch stay lined up
-   * with their matches, and this match's tick counts as skipped, which frees
-   * it for its next one on the main thread.
+   * the runner: they run, the batch's views go back to the `kept` it had
+   * before this tick (still lined up with their matches), and this match's
+   * tick counts as skipped, which frees it for its next one on the main thread.
    */
-  #tickFailed(matchId: string, err: unknown): void {
-    const out = this.#states;
-    if (out !== null) {
-      let kept = 0;
-      for (const n of out.counts) kept += n;
-      out.to.length = kept;
-      out.frames.length = kept;
-    }
+  #tickFailed(matchId: string, kept: number, err: unknown): void {
+    this.#dropViews(kept);
     this.lane.log.error('script_command_failed', { op: 'tick', match_id: matchId, error: err instanceof Error ? err.message : String(err) });
     this.lane.emit({ kind: 'match', k: 'skipped', matchId });
   }
@@ -259,13 +254,19 @@ export class MatchLane implements LaneHandler<MatchCommand> {
     m.lastFailure = failure;
     if (outcome || (failure && m.failing >= this.lane.failingTicksMax)) {
       // A tick that ends the match sends no view.
-      out.to.length = mark;
-      out.frames.length = mark;
+      this.#dropViews(mark);
       return outcome ? this.#finish(matchId, outcome.result) : this.#stopFailing(matchId, m, failure!);
     }
     out.matchIds.push(matchId);
     out.lateMs.push(lateMs);
     out.counts.push(out.frames.length - mark);
+  }
+
+  /** Takes back the batch's views after the first `kept`: those of a tick that sends none. */
+  #dropViews(kept: number): void {
+    if (this.#states === null) return;
+    this.#states.to.length = kept;
+    this.#states.frames.length = kept;
   }
 
   /** A bot's decision is queued like a human's input: the next tick's `handle_input` sees it. */
