@@ -771,7 +771,7 @@ function toJsonText(L: any, index: number, objectOnly = false): string | undefin
   if (slot === undefined) return undefined;
   // Decided from the keys, not from the text's first character: reading a character of the text joins its pieces into one string, and the frame built around it is joined again when it crosses to the main thread.
   if (objectOnly && (slot.type !== T_TABLE || sequenceLength(slot.value as Table) > 0)) return undefined;
-  return valueText(slot, 0);
+  return textOf(slot, 0);
 }
 
 /** Decoded entity ids: the same id string object comes back every tick. */
@@ -805,21 +805,85 @@ function numberPairs(L: any, index: number, a: LuaStringObject, b: LuaStringObje
 /** Tables being encoded, by depth: a table that is its own ancestor is a cycle. */
 const ancestors: Table[] = [];
 
-function valueText(tv: TValue, depth: number): string | undefined {
+// A value's JSON is written as UTF-8 into one buffer, kept between texts, and
+// decoded once into a flat string. Joining pieces with `+` built a rope of
+// small strings, several per entry (some 1.4 KB of garbage for a 200-byte
+// view), which the crossing to the main thread then copied into one string
+// again (decision 0078).
+let bytes = new Uint8Array(4096);
+/** Where the next byte goes. */
+let at = 0;
+// ignoreBOM keeps a leading U+FEFF as text (a JSON text never starts with one, but the decoder must not judge).
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+const utf8Out = new TextEncoder();
+/** Past this, a text's buffer is let go once the text is made, so that one large state does not pin its size. */
+const KEPT_BUFFER = 64 * 1024;
+
+function room(n: number): void {
+  if (at + n <= bytes.length) return;
+  let size = bytes.length * 2;
+  while (size < at + n) size *= 2;
+  const grown = new Uint8Array(size);
+  grown.set(bytes.subarray(0, at));
+  bytes = grown;
+}
+
+function putByte(b: number): void {
+  if (at === bytes.length) room(1);
+  bytes[at++] = b;
+}
+
+/** `s` is all ASCII. */
+function putAscii(s: string): void {
+  const n = s.length;
+  room(n);
+  for (let i = 0; i < n; i++) bytes[at + i] = s.charCodeAt(i);
+  at += n;
+}
+
+function putText(s: string, ascii: boolean): void {
+  if (ascii) return putAscii(s);
+  room(s.length * 3);
+  at += utf8Out.encodeInto(s, bytes.subarray(at)).written;
+}
+
+/** The JSON text of a value, or undefined for a value JSON cannot hold; written after whatever is being written, which it leaves as it was. */
+function textOf(tv: TValue, depth: number): string | undefined {
+  const start = at;
+  try {
+    return putValue(tv, depth) ? utf8.decode(bytes.subarray(start, at)) : undefined;
+  } finally {
+    at = start;
+    if (start === 0 && bytes.length > KEPT_BUFFER) bytes = new Uint8Array(4096);
+  }
+}
+
+/** Writes the value's JSON; false, having written nothing, for a value JSON cannot hold. */
+function putValue(tv: TValue, depth: number): boolean {
   switch (tv.type) {
-    case T_NUMINT:
-      return '' + tv.value;
+    case T_NUMINT: {
+      const v = tv.value as number;
+      if (v >= 0 && v < 10) putByte(48 + v);
+      else putAscii('' + v);
+      return true;
+    }
     case T_NUMFLT:
-      return Number.isFinite(tv.value) ? '' + tv.value : 'null';
+      putAscii(Number.isFinite(tv.value) ? '' + tv.value : 'null');
+      return true;
     case T_SHRSTR:
-    case T_LNGSTR:
-      return luaStringText(tv.value as TString).quoted;
+    case T_LNGSTR: {
+      const text = luaStringText(tv.value as TString);
+      putText(text.quoted, text.ascii);
+      return true;
+    }
     case T_BOOLEAN:
-      return tv.value ? 'true' : 'false';
+      putAscii(tv.value ? 'true' : 'false');
+      return true;
     case T_TABLE:
-      return tableText(tv.value, depth);
+      putTable(tv.value, depth);
+      return true;
     default:
-      return undefined;
+      return false;
   }
 }
 
@@ -832,8 +896,10 @@ function luaStringText(ts: TString & { json?: StringText }): StringText {
   return text;
 }
 
-function tableText(t: Table, depth: number): string {
-  if (depth >= MAX_DEPTH) return `"${TOO_DEEP}"`;
+const TOO_DEEP_TEXT = `"${TOO_DEEP}"`;
+
+function putTable(t: Table, depth: number): void {
+  if (depth >= MAX_DEPTH) return putAscii(TOO_DEEP_TEXT);
   for (let i = 0; i < depth; i++) if (ancestors[i] === t) throw cycleError();
   ancestors[depth] = t;
 
@@ -841,23 +907,39 @@ function tableText(t: Table, depth: number): string {
   // payloads): written in one pass over the entries. The first key of any
   // other kind hands the table to the pass that works out its shape.
   const next = depth + 1;
-  let out = '{';
+  const open = at;
+  putByte(0x7b);
   let keys = false;
+  let wrote = false;
   for (let e = t.f; e !== undefined; e = e.n) {
     const type = e.key.type;
     if (type === T_SHRSTR || type === T_LNGSTR) {
       const key = luaStringText(e.key.value as TString);
-      if (!key.plainKey) return shapedTableText(t, depth);
+      if (!key.plainKey) {
+        at = open;
+        return putShapedTable(t, depth);
+      }
       keys = true;
-      const v = valueText(e.value, next);
-      if (v === undefined) continue;
-      out += (out.length === 1 ? '' : ',') + key.quoted + ':' + v;
+      const mark = at;
+      if (wrote) putByte(0x2c);
+      putText(key.quoted, key.ascii);
+      putByte(0x3a);
+      if (!putValue(e.value, next)) {
+        at = mark;
+        continue;
+      }
+      wrote = true;
     } else if (type === T_NUMINT || type === T_NUMFLT || type === T_BOOLEAN) {
-      return shapedTableText(t, depth);
+      at = open;
+      return putShapedTable(t, depth);
     }
     // Other keys are dropped and do not count.
   }
-  return keys ? out + '}' : emptyTableText(depth);
+  if (keys) putByte(0x7d);
+  else {
+    at = open;
+    putAscii(emptyTableText(depth));
+  }
 }
 
 /** n when a table's kept keys are exactly the integers 1..n, so that it is written as a JSON array; else 0. */
@@ -885,17 +967,17 @@ function sequenceLength(t: Table): number {
 }
 
 /** A table with a key other than a plain string: an array when the kept keys are exactly 1..n, else an object in JSON.stringify's key order. */
-function shapedTableText(t: Table, depth: number): string {
+function putShapedTable(t: Table, depth: number): void {
   const n = sequenceLength(t);
   const next = depth + 1;
 
   if (n > 0) {
-    let out = '[';
+    putByte(0x5b);
     for (let i = 1; i <= n; i++) {
-      const v = valueText((t.strong.get(i) as Entry).value, next);
-      out += (i === 1 ? '' : ',') + (v === undefined ? 'null' : v);
+      if (i > 1) putByte(0x2c);
+      if (!putValue((t.strong.get(i) as Entry).value, next)) putAscii('null');
     }
-    return out + ']';
+    return putByte(0x5d);
   }
 
   const fields: Record<string, string> = {};
@@ -917,10 +999,10 @@ function shapedTableText(t: Table, depth: number): string {
       default:
         continue;
     }
-    const v = valueText(e.value, next);
+    const v = textOf(e.value, next);
     if (v !== undefined) fields[key] = v;
   }
-  return mixedObjectText(fields);
+  putText(mixedObjectText(fields), false);
 }
 
 // A VM snapshot (snapshot.ts) written back after a refused join or a failed
@@ -1247,14 +1329,15 @@ function fieldValue(tv: TValue, before: unknown): unknown {
       return v === before ? UNCHANGED : v;
     }
     case T_TABLE: {
-      let text: string;
+      let text: string | undefined;
       try {
         // Depth 2, as inside the entity table's text: an empty table is `[]`.
-        text = tableText(tv.value, 2);
+        text = textOf(tv, 2);
       } catch (err) {
         if (err instanceof MarshalError) return before === undefined ? undefined : UNCHANGED;
         throw err;
       }
+      if (text === undefined) return before === undefined ? undefined : UNCHANGED;
       if (typeof before === 'object' && before !== null && nestedTexts.get(before) === text) return UNCHANGED;
       const v = JSON.parse(text) as unknown;
       if (typeof v === 'object' && v !== null) nestedTexts.set(v, text);

@@ -35,8 +35,8 @@ export function jsString(bytes: Uint8Array): string {
   return to_jsstring(bytes, 0, bytes.length, true);
 }
 
-/** A Lua string as JSON: its quoted text, and whether as an object key it keeps its insertion place in JS. */
-export type StringText = { readonly quoted: string; readonly plainKey: boolean };
+/** A Lua string as JSON: its quoted text, whether as an object key it keeps its insertion place in JS, and whether the text is all ASCII (one byte a character). */
+export type StringText = { readonly quoted: string; readonly plainKey: boolean; readonly ascii: boolean };
 
 // Keys and ids repeat every tick and a Lua string's bytes live as long as the
 // string does, so the quoted form is cached per byte array.
@@ -48,10 +48,13 @@ export function stringText(bytes: Uint8Array): StringText {
   const s = jsString(bytes);
   // JS objects list array-index keys first, ascending, and ignore `__proto__`
   // assignments; keys like that take the slow path to keep JS's shape.
-  text = { quoted: JSON.stringify(s), plainKey: s !== '__proto__' && !isArrayIndex(s) };
+  const quoted = JSON.stringify(s);
+  text = { quoted, plainKey: s !== '__proto__' && !isArrayIndex(s), ascii: ASCII.test(quoted) };
   if (bytes.length <= 64) stringTexts.set(bytes, text);
   return text;
 }
+
+const ASCII = /^[\x00-\x7f]*$/;
 
 function isArrayIndex(s: string): boolean {
   return /^(?:0|[1-9][0-9]{0,9})$/.test(s) && Number(s) < 4294967295;
