@@ -20,6 +20,7 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'ws';
+import { scriptWorkers } from '../host/realtime/lanes/usable-cpus';
 import { forkChild, startHost, svcRevision, svcRoot } from './_children';
 import { table } from './_report';
 
@@ -98,7 +99,7 @@ const ALL: Window[] = [NONE, { label: 'loop in every tick', kind: 'loop', count:
 
 const game = hostileGame();
 const rows: (string | number)[][] = [];
-const pool = `worker pool (${Math.max(1, availableParallelism() - 1)})`;
+const pool = `worker pool (${scriptWorkers({})})`;
 const modes: { name: string; settings: Record<string, unknown> }[] = [
   { name: pool, settings: {} },
   { name: 'main thread', settings: { match_workers: 0 } },

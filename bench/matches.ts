@@ -19,6 +19,7 @@
 // it) and adds issue 33's client figure to the verdict: the gap between two
 // `match.state` frames of one player, p99.9 ≤ 150 ms.
 import { availableParallelism, loadavg } from 'node:os';
+import { scriptWorkers } from '../host/realtime/lanes/usable-cpus';
 import { canPin, forkChild } from './_children';
 import { table } from './_report';
 
@@ -42,7 +43,7 @@ const DELIVERED = 0.995;
 const TARGET = 2000;
 const MODES: { key: string; name: string; settings: Record<string, unknown> }[] = [
   { key: 'main', name: 'main thread (match_workers: 0)', settings: { match_workers: 0 } },
-  { key: 'pool', name: oneCore ? 'default settings on one CPU' : `worker pool (default: ${Math.max(1, availableParallelism() - 1)} worker)`, settings: {} },
+  { key: 'pool', name: oneCore ? 'default settings on one CPU' : `worker pool (default: ${scriptWorkers({})} script workers)`, settings: {} },
 ].filter((m) => picked.length === 0 || picked.includes(m.key));
 
 const best = new Map<string, number>();

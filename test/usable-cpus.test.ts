@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cgroupCpuQuota, quotaFromCfs, quotaFromCpuMax, usableCpus } from '../host/realtime/lanes/usable-cpus';
-import { scriptWorkers } from '../host/realtime/live';
+import { cgroupCpuQuota, quotaFromCfs, quotaFromCpuMax, scriptWorkers, usableCpus } from '../host/realtime/lanes/usable-cpus';
 import { workerCount } from '../host/fleet/workers';
 
 /** A file system of given texts, for the cgroup readers. */
@@ -69,9 +68,10 @@ describe('the CPUs a process may use', () => {
 });
 
 describe('the default script placement', () => {
-  it('keeps one CPU for the main thread and one worker at least; one CPU still gets a worker', () => {
+  it('keeps one CPU for the main thread, but two CPUs get two workers and one CPU still gets a worker', () => {
     expect(scriptWorkers({}, () => 8)).toBe(7);
-    expect(scriptWorkers({}, () => 2)).toBe(1);
+    expect(scriptWorkers({}, () => 3)).toBe(2);
+    expect(scriptWorkers({}, () => 2)).toBe(2);
     expect(scriptWorkers({}, () => 1)).toBe(1);
   });
 

@@ -9,7 +9,7 @@ import { MatchHost } from './match/match-host';
 import type { GameHandle } from '../game-directory';
 import { ScriptPool } from './lanes/pool';
 import { TickWheel } from './lanes/tick-wheel';
-import { usableCpus } from './lanes/usable-cpus';
+import { scriptWorkers } from './lanes/usable-cpus';
 import { LANE_KINDS } from './lane-kinds';
 import { Matchmaker } from './matchmaker';
 import { BotFill } from './bot-fill';
@@ -52,16 +52,6 @@ export function scriptBudgets(settings: Settings): Budgets {
   };
 }
 
-/**
- * `match_workers`, or one per usable CPU but the one the main thread keeps,
- * at least one (decision 0058): counted by what the process may really use
- * (affinity and cgroup quota), and still one worker on one CPU, where the
- * scripts keep their own thread, their memory ceiling and the awaited
- * bindings (`game.economy`), which the main thread cannot offer.
- */
-export function scriptWorkers(settings: Pick<Settings, 'match_workers'>, cpus: () => number = usableCpus): number {
-  return settings.match_workers ?? Math.max(1, cpus() - 1);
-}
 
 /**
  * `ctx.live`: the node's real-time services, built in two steps because they

@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
+import type { Settings } from '../../../runtime/contracts/settings';
 
 /** Reads a file's text, or null when it is absent or unreadable (no cgroup, another hierarchy). */
 export type ReadText = (file: string) => string | null;
@@ -95,4 +96,20 @@ function upwards(base: string, group: string): string[] {
  */
 export function usableCpus(affinity = availableParallelism(), quota: number | null = cgroupCpuQuota()): number {
   return Math.max(1, quota === null ? affinity : Math.min(affinity, Math.ceil(quota - 1e-9)));
+}
+
+/**
+ * `match_workers`, or one per usable CPU but the one the main thread keeps
+ * (decision 0058), counted by what the process may really use (affinity and
+ * cgroup quota). One CPU still gets one worker, where the scripts keep their
+ * own thread, their memory ceiling and the awaited bindings (`game.economy`),
+ * which the main thread cannot offer. Two CPUs get two workers, not one: a
+ * tick waits behind its lane's batch and its lane's collections, and two
+ * lanes halve both while the main thread needs about half a core at the
+ * load two cores hold (decision 0079).
+ */
+export function scriptWorkers(settings: Pick<Settings, 'match_workers'>, cpus: () => number = usableCpus): number {
+  if (settings.match_workers !== undefined) return settings.match_workers;
+  const n = cpus();
+  return n === 1 ? 1 : Math.max(2, n - 1);
 }
