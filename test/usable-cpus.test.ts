@@ -75,9 +75,18 @@ describe('the default script placement', () => {
     expect(scriptWorkers({}, () => 1)).toBe(1);
   });
 
+  it('counts a host process of a fleet by its share of the CPUs', () => {
+    expect(scriptWorkers({ workers: 'auto' }, () => 8)).toBe(1);
+    expect(scriptWorkers({ workers: 2 }, () => 2)).toBe(1);
+    expect(scriptWorkers({ workers: 2 }, () => 8)).toBe(3);
+    expect(scriptWorkers({ workers: 4 }, () => 2)).toBe(1);
+    expect(scriptWorkers({ workers: 1 }, () => 2)).toBe(2);
+  });
+
   it('leaves match_workers alone when it is set', () => {
     expect(scriptWorkers({ match_workers: 0 }, () => 8)).toBe(0);
     expect(scriptWorkers({ match_workers: 3 }, () => 1)).toBe(3);
+    expect(scriptWorkers({ match_workers: 3, workers: 'auto' }, () => 8)).toBe(3);
   });
 });
 

@@ -101,15 +101,18 @@ export function usableCpus(affinity = availableParallelism(), quota: number | nu
 /**
  * `match_workers`, or one per usable CPU but the one the main thread keeps
  * (decision 0058), counted by what the process may really use (affinity and
- * cgroup quota). One CPU still gets one worker, where the scripts keep their
- * own thread, their memory ceiling and the awaited bindings (`game.economy`),
- * which the main thread cannot offer. Two CPUs get two workers, not one: a
- * tick waits behind its lane's batch and its lane's collections, and two
- * lanes halve both while the main thread needs about half a core at the
- * load two cores hold (decision 0079).
+ * cgroup quota) and, in a fleet of `workers` host processes on one machine,
+ * by its share of those CPUs. One CPU still gets one worker, where the
+ * scripts keep their own thread, their memory ceiling and the awaited
+ * bindings (`game.economy`), which the main thread cannot offer. Two CPUs
+ * get two workers, not one: a tick waits behind its lane's batch and its
+ * lane's collections, and two lanes halve both while the main thread needs
+ * about half a core at the load two cores hold (decision 0079).
  */
-export function scriptWorkers(settings: Pick<Settings, 'match_workers'>, cpus: () => number = usableCpus): number {
+export function scriptWorkers(settings: Pick<Settings, 'match_workers'> & Partial<Pick<Settings, 'workers'>>, cpus: () => number = usableCpus): number {
   if (settings.match_workers !== undefined) return settings.match_workers;
-  const n = cpus();
-  return n === 1 ? 1 : Math.max(2, n - 1);
+  const usable = cpus();
+  const processes = settings.workers === 'auto' ? usable : (settings.workers ?? 1);
+  const share = Math.max(1, Math.floor(usable / processes));
+  return share === 1 ? 1 : Math.max(2, share - 1);
 }
