@@ -1334,9 +1334,9 @@ function fieldValue(tv: TValue, before: unknown): unknown {
         // Depth 2, as inside the entity table's text: an empty table is `[]`.
         text = textOf(tv, 2);
       } catch (err) {
-        if (err instanceof MarshalError) return before === undefined ? undefined : UNCHANGED;
-        throw err;
+        if (!(err instanceof MarshalError)) throw err;
       }
+      // A table JSON cannot hold (a cycle) is left as it was sent, or absent.
       if (text === undefined) return before === undefined ? undefined : UNCHANGED;
       if (typeof before === 'object' && before !== null && nestedTexts.get(before) === text) return UNCHANGED;
       const v = JSON.parse(text) as unknown;
