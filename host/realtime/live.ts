@@ -52,7 +52,6 @@ export function scriptBudgets(settings: Settings): Budgets {
   };
 }
 
-
 /**
  * `ctx.live`: the node's real-time services, built in two steps because they
  * need the finished `Ctx` and `Ctx` needs them. `start` runs once the HTTP

@@ -1486,9 +1486,9 @@ let chunkText = 0;
 // function, and a key text built a byte at a time (luaS_hash), which V8 keeps
 // as a tree of one small string per byte. A state's libraries alone held
 // some 700 heap objects and 33 KB of them, which every full collection of a
-// lane with thousands of VMs marked again. Strings are
-// immutable in Lua, so every state of a thread can share one string object
-// per text, with its key text made once, flat (decision 0077).
+// lane with thousands of VMs marked again. Strings are immutable in Lua, so
+// every state of a thread can share one string object per text, with its key
+// text made once, flat (decision 0077).
 
 /** A key text as luaS_hash writes it ('|' and each byte in hex, unpadded), made in one piece. */
 const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16));
